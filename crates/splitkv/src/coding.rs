@@ -1,0 +1,119 @@
+//! Little-endian fixed-width and LEB128 varint encodings shared by every on-disk format.
+//!
+//! Decoders take a cursor (`&mut &[u8]`) and return `None` on truncated or over-long input;
+//! callers turn that into [`crate::Error::Corruption`] with the file and offset they know.
+
+/// Appends a varint-encoded `u64` (LEB128, at most 10 bytes).
+pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        dst.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    dst.push(v as u8);
+}
+
+/// Appends a varint-encoded `u32`.
+pub fn put_varint32(dst: &mut Vec<u8>, v: u32) {
+    put_varint64(dst, u64::from(v));
+}
+
+/// Decodes a varint `u64`, advancing `src`.
+pub fn get_varint64(src: &mut &[u8]) -> Option<u64> {
+    let mut result = 0u64;
+    for (i, &b) in src.iter().enumerate().take(10) {
+        let bits = u64::from(b & 0x7f);
+        if i == 9 && b > 1 {
+            return None;
+        }
+        result |= bits << (7 * i);
+        if b < 0x80 {
+            *src = &src[i + 1..];
+            return Some(result);
+        }
+    }
+    None
+}
+
+/// Decodes a varint `u32`, advancing `src`.
+pub fn get_varint32(src: &mut &[u8]) -> Option<u32> {
+    get_varint64(src).and_then(|v| u32::try_from(v).ok())
+}
+
+/// Appends a varint length followed by the bytes.
+pub fn put_length_prefixed(dst: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint64(dst, bytes.len() as u64);
+    dst.extend_from_slice(bytes);
+}
+
+/// Decodes a varint-length-prefixed slice, advancing `src`.
+pub fn get_length_prefixed<'a>(src: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let len = usize::try_from(get_varint64(src)?).ok()?;
+    if src.len() < len {
+        return None;
+    }
+    let (head, tail) = src.split_at(len);
+    *src = tail;
+    Some(head)
+}
+
+/// Decodes a fixed little-endian `u32`, advancing `src`.
+pub fn get_fixed32(src: &mut &[u8]) -> Option<u32> {
+    let (head, tail) = src.split_first_chunk::<4>()?;
+    *src = tail;
+    Some(u32::from_le_bytes(*head))
+}
+
+/// Decodes a fixed little-endian `u64`, advancing `src`.
+pub fn get_fixed64(src: &mut &[u8]) -> Option<u64> {
+    let (head, tail) = src.split_first_chunk::<8>()?;
+    *src = tail;
+    Some(u64::from_le_bytes(*head))
+}
+
+/// Decodes one byte, advancing `src`.
+pub fn get_u8(src: &mut &[u8]) -> Option<u8> {
+    let (&b, tail) = src.split_first()?;
+    *src = tail;
+    Some(b)
+}
+
+/// CRC32C of `data`, masked like LevelDB so that a CRC stored inside checksummed data does not
+/// produce a trivially predictable CRC of the outer data.
+pub fn masked_crc(data: &[u8]) -> u32 {
+    mask_crc(crc32c::crc32c(data))
+}
+
+/// Masks a raw CRC32C (see [`masked_crc`]).
+pub fn mask_crc(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_round_trip_and_truncation() {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            let mut buf = Vec::new();
+            put_varint64(&mut buf, v);
+            let mut cur = buf.as_slice();
+            assert_eq!(get_varint64(&mut cur), Some(v));
+            assert!(cur.is_empty());
+            let mut short = &buf[..buf.len() - 1];
+            assert_eq!(get_varint64(&mut short), None);
+        }
+        let mut over = &[0xffu8; 11][..];
+        assert_eq!(get_varint64(&mut over), None);
+    }
+
+    #[test]
+    fn length_prefixed_rejects_short_input() {
+        let mut buf = Vec::new();
+        put_length_prefixed(&mut buf, b"hello");
+        let mut cur = buf.as_slice();
+        assert_eq!(get_length_prefixed(&mut cur), Some(&b"hello"[..]));
+        let mut short = &buf[..3];
+        assert_eq!(get_length_prefixed(&mut short), None);
+    }
+}

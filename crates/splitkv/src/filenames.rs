@@ -1,0 +1,99 @@
+//! Names of the files in a database directory.
+//!
+//! ```text
+//! CURRENT            name of the live MANIFEST
+//! MANIFEST-000005    version edits
+//! 000012.sst         SSTable
+//! 00000003.vlog      value-log segment
+//! LOCK               held while the database is open
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use crate::types::{FileNumber, SegmentId};
+
+/// What a file in the database directory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// `CURRENT`.
+    Current,
+    /// `LOCK`.
+    Lock,
+    /// `MANIFEST-NNNNNN`.
+    Manifest(FileNumber),
+    /// `NNNNNN.sst`.
+    Table(FileNumber),
+    /// `NNNNNNNN.vlog`.
+    Segment(SegmentId),
+    /// A temporary file (`*.tmp`).
+    Temp,
+}
+
+/// `dir/CURRENT`.
+pub fn current_file(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+/// `dir/LOCK`.
+pub fn lock_file(dir: &Path) -> PathBuf {
+    dir.join("LOCK")
+}
+
+/// `dir/MANIFEST-NNNNNN`.
+pub fn manifest_file(dir: &Path, number: FileNumber) -> PathBuf {
+    dir.join(format!("MANIFEST-{:06}", number.0))
+}
+
+/// `dir/NNNNNN.sst`.
+pub fn table_file(dir: &Path, number: FileNumber) -> PathBuf {
+    dir.join(format!("{:06}.sst", number.0))
+}
+
+/// `dir/NNNNNNNN.vlog`.
+pub fn segment_file(dir: &Path, id: SegmentId) -> PathBuf {
+    dir.join(format!("{:08}.vlog", id.0))
+}
+
+/// `dir/NAME.tmp`.
+pub fn temp_file(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.tmp"))
+}
+
+/// Classifies a directory entry name; `None` for files splitkv does not own.
+pub fn parse_file_name(name: &str) -> Option<FileKind> {
+    if name == "CURRENT" {
+        return Some(FileKind::Current);
+    }
+    if name == "LOCK" {
+        return Some(FileKind::Lock);
+    }
+    if name.ends_with(".tmp") {
+        return Some(FileKind::Temp);
+    }
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return n.parse().ok().map(|n| FileKind::Manifest(FileNumber(n)));
+    }
+    if let Some(n) = name.strip_suffix(".sst") {
+        return n.parse().ok().map(|n| FileKind::Table(FileNumber(n)));
+    }
+    if let Some(n) = name.strip_suffix(".vlog") {
+        return n.parse().ok().map(|n| FileKind::Segment(SegmentId(n)));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        let d = Path::new("/db");
+        let name = |p: PathBuf| p.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(parse_file_name(&name(table_file(d, FileNumber(12)))), Some(FileKind::Table(FileNumber(12))));
+        assert_eq!(parse_file_name(&name(segment_file(d, SegmentId(3)))), Some(FileKind::Segment(SegmentId(3))));
+        assert_eq!(parse_file_name(&name(manifest_file(d, FileNumber(5)))), Some(FileKind::Manifest(FileNumber(5))));
+        assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));
+        assert_eq!(parse_file_name("notes.txt"), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! The one I/O boundary: every file the engine touches goes through [`FileSystem`].
+//!
+//! Three implementations share the trait:
+//! - [`OsFileSystem`]: the real operating system (`pread`, `write`, `fsync`, `rename`, `flock`).
+//! - [`MemFileSystem`]: in memory; [`MemFileSystem::crash`] keeps only what was synced (and,
+//!   optionally, a random prefix of each unsynced tail), so crash tests exercise real recovery.
+//! - [`FaultInjectingFileSystem`]: wraps another file system and fails chosen operations.
+//!
+//! Medium assumptions (documented in `docs/design.md`): `sync` makes a file's bytes durable;
+//! `sync_dir` makes creations, renames and removals in a directory durable; after a crash an
+//! appended-but-unsynced file tail survives at most as a prefix of what was appended.
+//!
+//! Thread-safety: file systems and [`RandomAccessFile`]s are `Send + Sync` and may be used
+//! concurrently; a [`WritableFile`] has one owner. A reader opened on a file that is still being
+//! appended sees every byte appended (and flushed) after it was opened.
+
+mod fault;
+mod mem;
+mod os;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use fault::{FaultInjectingFileSystem, FaultKind};
+pub use mem::MemFileSystem;
+pub use os::OsFileSystem;
+
+use crate::error::Result;
+
+/// Access pattern hint for a file (`posix_fadvise`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessPattern {
+    /// No particular pattern.
+    Normal,
+    /// Front-to-back reads: recovery, GC, compaction inputs.
+    Sequential,
+    /// Point reads.
+    Random,
+}
+
+/// A file opened for appending. Appends may be buffered until [`WritableFile::flush`].
+pub trait WritableFile: Send {
+    /// Appends `data` at the end of the file.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system (visible to readers, not yet durable).
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes and makes every appended byte durable.
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far (including any not yet flushed).
+    fn len(&self) -> u64;
+    /// True if nothing was appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file opened for positioned reads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` from `offset`; an attempt to read past the end is an `UnexpectedEof` I/O error.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// Current length of the file.
+    fn len(&self) -> Result<u64>;
+    /// Hints the access pattern; implementations may ignore it.
+    fn advise(&self, _pattern: AccessPattern) {}
+}
+
+/// Held while a database directory is locked; dropping it releases the lock.
+pub trait FileLock: Send + Sync {}
+
+/// File-system operations used by the engine.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Creates (or truncates) `path` for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for appending at its end.
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positioned reads.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let file = self.open(path)?;
+        let mut buf = vec![0; usize::try_from(file.len()?).unwrap_or(usize::MAX)];
+        file.read_exact_at(0, &mut buf)?;
+        Ok(buf)
+    }
+    /// True if `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Size of the file at `path`.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Names (not paths) of the entries in `dir`.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Creates `dir` and its parents.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, dir: &Path) -> Result<()>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Shrinks a file to `len` bytes (durable once the file or directory is synced).
+    fn truncate(&self, path: &Path, len: u64) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path` (created if missing); fails with
+    /// [`crate::Error::Locked`] if another holder has it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Frees the blocks of `[offset, offset + len)` without changing the file's length
+    /// (`fallocate(PUNCH_HOLE)`); returns `Ok(false)` where unsupported.
+    fn punch_hole(&self, _path: &Path, _offset: u64, _len: u64) -> Result<bool> {
+        Ok(false)
+    }
+    /// Bytes the file occupies on the medium (smaller than its length where holes were punched).
+    fn allocated_size(&self, path: &Path) -> Result<u64> {
+        self.file_size(path)
+    }
+}
+
+/// Joins a directory and a file name.
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}

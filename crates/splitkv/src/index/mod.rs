@@ -1,0 +1,1 @@
+//! index (under construction).

@@ -1,0 +1,56 @@
+//! Iterators over internal keys and the merging machinery above them.
+//!
+//! Every source of entries (memtable, SSTable block, whole SSTable, level, merged view)
+//! implements [`InternalIterator`], a bidirectional cursor over `(internal key, value)` pairs in
+//! [`crate::types::compare_internal_keys`] order. Movement returns `Result` so that I/O and
+//! corruption errors surface where they happen instead of being stored and forgotten.
+
+/// A bidirectional cursor over internal-key-ordered entries.
+///
+/// After any movement the iterator is either positioned on an entry (`valid()`) or exhausted.
+/// `key()` and `value()` may only be called while `valid()`.
+pub trait InternalIterator: Send {
+    /// True if positioned on an entry.
+    fn valid(&self) -> bool;
+    /// Positions on the first entry.
+    fn seek_to_first(&mut self) -> crate::Result<()>;
+    /// Positions on the last entry.
+    fn seek_to_last(&mut self) -> crate::Result<()>;
+    /// Positions on the first entry whose internal key is `>= target`.
+    fn seek(&mut self, target: &[u8]) -> crate::Result<()>;
+    /// Moves to the next entry.
+    fn next(&mut self) -> crate::Result<()>;
+    /// Moves to the previous entry.
+    fn prev(&mut self) -> crate::Result<()>;
+    /// The current internal key.
+    fn key(&self) -> &[u8];
+    /// The current value (inline value, encoded pointer, or empty for a deletion).
+    fn value(&self) -> &[u8];
+}
+
+impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
+    fn valid(&self) -> bool {
+        (**self).valid()
+    }
+    fn seek_to_first(&mut self) -> crate::Result<()> {
+        (**self).seek_to_first()
+    }
+    fn seek_to_last(&mut self) -> crate::Result<()> {
+        (**self).seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
+        (**self).seek(target)
+    }
+    fn next(&mut self) -> crate::Result<()> {
+        (**self).next()
+    }
+    fn prev(&mut self) -> crate::Result<()> {
+        (**self).prev()
+    }
+    fn key(&self) -> &[u8] {
+        (**self).key()
+    }
+    fn value(&self) -> &[u8] {
+        (**self).value()
+    }
+}

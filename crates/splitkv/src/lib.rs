@@ -1,0 +1,37 @@
+//! splitkv: an embedded key-value store that keeps keys and value addresses in an LSM-tree and
+//! values in a log (WiscKey key-value separation).
+//!
+//! Layers, top to bottom (dependencies point down):
+//! - [`Db`]: write path (batch -> group commit -> value-log append -> memtable) and read path.
+//! - `index`: the key index seam (the LSM-tree today; the persistent hash index later).
+//! - `vlog`: value-log segments, buffered appends, validated pointer reads, replay.
+//! - `compaction`: pure picking policies plus the executor.
+//! - `version`: MANIFEST, version edits, the current set of SSTables and segments.
+//! - `sstable`: blocks, filters, index blocks, table and block caches.
+//! - [`fs`]: the one I/O boundary.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod coding;
+pub mod compaction;
+pub mod db;
+pub mod error;
+pub mod filenames;
+pub mod fs;
+pub mod index;
+pub mod iter;
+pub mod memtable;
+pub mod options;
+pub mod snapshot;
+pub mod sstable;
+pub mod stats;
+pub mod types;
+pub mod version;
+pub mod vlog;
+
+pub use batch::WriteBatch;
+// pub use db::Db;
+pub use error::{Error, Result};
+pub use options::{CompressionType, Options, ReadOptions, WriteOptions};
+pub use snapshot::Snapshot;

@@ -1,0 +1,218 @@
+//! Options for opening a database, reading and writing.
+//!
+//! Defaults follow LevelDB where the concept is the same (L0 triggers, level multiplier, block
+//! restart interval, bloom bits) and are chosen by measurement where key-value separation
+//! changes the trade-off (value threshold, memtable and level sizes); `docs/design.md` records why.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::fs::{FileSystem, OsFileSystem};
+use crate::snapshot::Snapshot;
+
+/// Block compression for SSTables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CompressionType {
+    /// Blocks are stored as built.
+    #[default]
+    None,
+    /// LZ4 block format (`lz4_flex`).
+    Lz4,
+    /// Zstandard at level 1 (`zstd`).
+    Zstd,
+}
+
+impl CompressionType {
+    /// Parses `none`, `lz4` or `zstd` (db_bench's `--compression_type`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "none" => Some(CompressionType::None),
+            "lz4" => Some(CompressionType::Lz4),
+            "zstd" => Some(CompressionType::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// How SSTables index their data blocks (the seam for TridentKV's learned index blocks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IndexBlockKind {
+    /// Separator keys with binary search (LevelDB's index block).
+    #[default]
+    Binary,
+}
+
+/// Which index maps keys to values (the seam for the SSHKV persistent-hash mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IndexKind {
+    /// Memtable + leveled SSTables.
+    #[default]
+    Lsm,
+}
+
+/// Which compaction picking policy runs (the seam for the Slot time-slice scheduler).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CompactionPolicyKind {
+    /// LevelDB-style scores with L0 slowdown/stop boosts.
+    #[default]
+    Score,
+}
+
+/// Which value-log segment GC picks first (the seam for value-log garbage collection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GcPolicyKind {
+    /// The oldest segment first (WiscKey's tail-first GC).
+    #[default]
+    Oldest,
+}
+
+/// Options for [`crate::Db::open`].
+#[derive(Clone)]
+pub struct Options {
+    /// File system used for every file; the OS by default.
+    pub fs: Arc<dyn FileSystem>,
+    /// Create the database if it does not exist.
+    pub create_if_missing: bool,
+    /// Fail if the database already exists.
+    pub error_if_exists: bool,
+    /// Values of at least this many bytes go to the value log; smaller ones stay inline in the
+    /// LSM-tree. `0` separates every value (pure WiscKey); `usize::MAX` never separates.
+    pub value_threshold: usize,
+    /// Memtable size at which it is frozen and flushed to L0.
+    pub write_buffer_size: usize,
+    /// Size of a value-log segment file (a zone).
+    pub segment_size: u64,
+    /// User-space buffer in front of the value log; appends reach the OS when it fills.
+    pub vlog_buffer_size: usize,
+    /// Target uncompressed size of an SSTable data block.
+    pub block_size: usize,
+    /// Keys between restart points in a data block.
+    pub block_restart_interval: usize,
+    /// SSTable block compression.
+    pub compression: CompressionType,
+    /// Bloom filter bits per key (0 disables filters).
+    pub bloom_bits_per_key: usize,
+    /// Bytes of decoded blocks kept in the block cache.
+    pub block_cache_capacity: usize,
+    /// Open SSTables kept in the table cache.
+    pub max_open_files: usize,
+    /// Number of LSM levels.
+    pub num_levels: usize,
+    /// L0 file count that triggers a compaction.
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 file count at which each write is delayed.
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 file count at which writes stop until compaction catches up.
+    pub level0_stop_writes_trigger: usize,
+    /// Target size of level 1.
+    pub max_bytes_for_level_base: u64,
+    /// Each level below L1 targets this many times the size of the level above.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size at which a compaction output file is cut.
+    pub target_file_size: u64,
+    /// Background compaction threads.
+    pub max_background_compactions: usize,
+    /// Compaction picking policy.
+    pub compaction_policy: CompactionPolicyKind,
+    /// Value-log GC picking policy.
+    pub gc_policy: GcPolicyKind,
+    /// Index kind.
+    pub index_kind: IndexKind,
+    /// SSTable index block kind.
+    pub index_block_kind: IndexBlockKind,
+    /// Verify block checksums on every read (blocks are always verified when first loaded).
+    pub paranoid_checks: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fs: OsFileSystem::shared(),
+            create_if_missing: true,
+            error_if_exists: false,
+            value_threshold: 512,
+            write_buffer_size: 64 << 20,
+            segment_size: 128 << 20,
+            vlog_buffer_size: 1 << 20,
+            block_size: 4096,
+            block_restart_interval: 16,
+            compression: CompressionType::None,
+            bloom_bits_per_key: 10,
+            block_cache_capacity: 64 << 20,
+            max_open_files: 1000,
+            num_levels: 7,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 8,
+            level0_stop_writes_trigger: 12,
+            max_bytes_for_level_base: 64 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            target_file_size: 8 << 20,
+            max_background_compactions: 1,
+            compaction_policy: CompactionPolicyKind::default(),
+            gc_policy: GcPolicyKind::default(),
+            index_kind: IndexKind::default(),
+            index_block_kind: IndexBlockKind::default(),
+            paranoid_checks: false,
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("create_if_missing", &self.create_if_missing)
+            .field("error_if_exists", &self.error_if_exists)
+            .field("value_threshold", &self.value_threshold)
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("segment_size", &self.segment_size)
+            .field("vlog_buffer_size", &self.vlog_buffer_size)
+            .field("block_size", &self.block_size)
+            .field("block_restart_interval", &self.block_restart_interval)
+            .field("compression", &self.compression)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("max_open_files", &self.max_open_files)
+            .field("num_levels", &self.num_levels)
+            .field("level0_file_num_compaction_trigger", &self.level0_file_num_compaction_trigger)
+            .field("level0_slowdown_writes_trigger", &self.level0_slowdown_writes_trigger)
+            .field("level0_stop_writes_trigger", &self.level0_stop_writes_trigger)
+            .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .field("max_bytes_for_level_multiplier", &self.max_bytes_for_level_multiplier)
+            .field("target_file_size", &self.target_file_size)
+            .field("max_background_compactions", &self.max_background_compactions)
+            .field("compaction_policy", &self.compaction_policy)
+            .field("gc_policy", &self.gc_policy)
+            .field("index_kind", &self.index_kind)
+            .field("index_block_kind", &self.index_block_kind)
+            .field("paranoid_checks", &self.paranoid_checks)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Options for one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// Make the write durable (value log flushed and fsynced) before acknowledging it.
+    pub sync: bool,
+}
+
+/// Options for reads and iterators.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Read as of this snapshot; the latest state if `None`.
+    pub snapshot: Option<Snapshot>,
+    /// Keep blocks read for this operation in the block cache.
+    pub fill_cache: bool,
+    /// Verify block checksums even for cached blocks.
+    pub verify_checksums: bool,
+    /// Iterators start at or after this key.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Iterators stop before this key.
+    pub upper_bound: Option<Vec<u8>>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { snapshot: None, fill_cache: true, verify_checksums: false, lower_bound: None, upper_bound: None }
+    }
+}

@@ -1,0 +1,1 @@
+//! sstable (under construction).

@@ -1,0 +1,1 @@
+//! vlog (under construction).
