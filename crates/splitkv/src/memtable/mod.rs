@@ -1,1 +1,217 @@
-//! memtable (under construction).
+//! The memtable: recent writes, ordered by internal key, in a lock-free skiplist.
+//!
+//! Every committed write lands here after its value-log append; values at or above the value
+//! threshold are stored as encoded [`crate::types::ValuePointer`]s, smaller ones inline.
+//! Insertion is concurrent-safe (`crossbeam-skiplist`), but the write path inserts from one thread
+//! at a time (the group-commit leader), so entries become visible in sequence order; readers
+//! filter by sequence number anyway. A frozen (immutable) memtable is only read, then flushed.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use crossbeam_skiplist::SkipMap;
+
+use crate::iter::InternalIterator;
+use crate::types::{parse_internal_key, seek_key, InternalKey, LogPosition, SequenceNumber, ValueKind};
+
+/// Rough per-entry overhead of the skiplist node, for size accounting.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// What a memtable knows about a key at a sequence number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The newest visible version is a value (inline bytes or an encoded pointer).
+    Found(ValueKind, Bytes),
+    /// The newest visible version is a deletion.
+    Deleted,
+    /// The memtable has no visible version; look further down.
+    Absent,
+}
+
+/// An ordered in-memory table of internal keys.
+pub struct Memtable {
+    map: SkipMap<InternalKey, Bytes>,
+    approximate_bytes: AtomicUsize,
+    /// Value-log position of this memtable's first record: once the memtable is flushed, replay
+    /// can start here.
+    log_start: LogPosition,
+    /// Largest sequence number inserted.
+    max_sequence: AtomicU64,
+}
+
+impl Memtable {
+    /// An empty memtable whose first record sits at `log_start` in the value log.
+    pub fn new(log_start: LogPosition) -> Self {
+        Memtable {
+            map: SkipMap::new(),
+            approximate_bytes: AtomicUsize::new(0),
+            log_start,
+            max_sequence: AtomicU64::new(0),
+        }
+    }
+
+    /// Inserts one version.
+    pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind, value: Bytes) {
+        let key = InternalKey::new(user_key, seq, kind);
+        self.approximate_bytes.fetch_add(key.0.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.max_sequence.fetch_max(seq.0, Ordering::Relaxed);
+        self.map.insert(key, value);
+    }
+
+    /// The newest version of `user_key` with sequence `<= seq`.
+    pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Lookup {
+        let target = InternalKey(seek_key(user_key, seq));
+        let Some(entry) = self.map.lower_bound(Bound::Included(&target)) else {
+            return Lookup::Absent;
+        };
+        match parse_internal_key(&entry.key().0) {
+            Some(p) if p.user_key == user_key => match p.kind {
+                ValueKind::Deletion => Lookup::Deleted,
+                kind => Lookup::Found(kind, entry.value().clone()),
+            },
+            _ => Lookup::Absent,
+        }
+    }
+
+    /// Approximate bytes used (keys, values and node overhead).
+    pub fn approximate_bytes(&self) -> usize {
+        self.approximate_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True if nothing was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Value-log position of the first record of this memtable.
+    pub fn log_start(&self) -> LogPosition {
+        self.log_start
+    }
+
+    /// Largest sequence number inserted (0 if empty).
+    pub fn max_sequence(&self) -> SequenceNumber {
+        SequenceNumber(self.max_sequence.load(Ordering::Relaxed))
+    }
+
+    /// A cursor over all entries; it keeps the memtable alive.
+    pub fn iter(self: &Arc<Self>) -> MemtableIterator {
+        MemtableIterator { table: Arc::clone(self), current: None }
+    }
+}
+
+/// Bidirectional cursor over a memtable.
+///
+/// It holds a copy of the current entry and re-seeks from it on every step, which keeps it free
+/// of borrowed skiplist entries (so it can be owned and sent) at the price of a `O(log n)` step.
+pub struct MemtableIterator {
+    table: Arc<Memtable>,
+    current: Option<(InternalKey, Bytes)>,
+}
+
+fn owned(entry: Option<crossbeam_skiplist::map::Entry<'_, InternalKey, Bytes>>) -> Option<(InternalKey, Bytes)> {
+    entry.map(|e| (e.key().clone(), e.value().clone()))
+}
+
+impl InternalIterator for MemtableIterator {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn seek_to_first(&mut self) -> crate::Result<()> {
+        self.current = owned(self.table.map.front());
+        Ok(())
+    }
+
+    fn seek_to_last(&mut self) -> crate::Result<()> {
+        self.current = owned(self.table.map.back());
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
+        let target = InternalKey(target.to_vec());
+        self.current = owned(self.table.map.lower_bound(Bound::Included(&target)));
+        Ok(())
+    }
+
+    fn next(&mut self) -> crate::Result<()> {
+        if let Some((key, _)) = self.current.take() {
+            self.current = owned(self.table.map.lower_bound(Bound::Excluded(&key)));
+        }
+        Ok(())
+    }
+
+    fn prev(&mut self) -> crate::Result<()> {
+        if let Some((key, _)) = self.current.take() {
+            self.current = owned(self.table.map.upper_bound(Bound::Excluded(&key)));
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().map(|(k, _)| k.0.as_slice()).unwrap_or_default()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().map(|(_, v)| v.as_ref()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::user_key;
+
+    fn table() -> Arc<Memtable> {
+        let m = Arc::new(Memtable::new(LogPosition::default()));
+        m.insert(b"a", SequenceNumber(1), ValueKind::Inline, Bytes::from_static(b"a1"));
+        m.insert(b"a", SequenceNumber(3), ValueKind::Inline, Bytes::from_static(b"a3"));
+        m.insert(b"b", SequenceNumber(2), ValueKind::Pointer, Bytes::from_static(b"ptr"));
+        m.insert(b"b", SequenceNumber(4), ValueKind::Deletion, Bytes::new());
+        m
+    }
+
+    #[test]
+    fn get_sees_newest_visible_version() {
+        let m = table();
+        assert_eq!(m.get(b"a", SequenceNumber(2)), Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a1")));
+        assert_eq!(m.get(b"a", SequenceNumber(9)), Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a3")));
+        assert_eq!(m.get(b"a", SequenceNumber(0)), Lookup::Absent);
+        assert_eq!(m.get(b"b", SequenceNumber(3)), Lookup::Found(ValueKind::Pointer, Bytes::from_static(b"ptr")));
+        assert_eq!(m.get(b"b", SequenceNumber(4)), Lookup::Deleted);
+        assert_eq!(m.get(b"c", SequenceNumber(9)), Lookup::Absent);
+        assert_eq!(m.max_sequence(), SequenceNumber(4));
+        assert_eq!(m.len(), 4);
+    }
+
+    #[test]
+    fn iterator_walks_both_directions() {
+        let m = table();
+        let mut it = m.iter();
+        it.seek_to_first().unwrap();
+        let mut forward = Vec::new();
+        while it.valid() {
+            forward.push(it.key().to_vec());
+            it.next().unwrap();
+        }
+        assert_eq!(forward.len(), 4);
+        assert_eq!(user_key(&forward[0]), b"a");
+        assert_eq!(parse_internal_key(&forward[0]).unwrap().sequence, SequenceNumber(3));
+        it.seek_to_last().unwrap();
+        let mut backward = Vec::new();
+        while it.valid() {
+            backward.push(it.key().to_vec());
+            it.prev().unwrap();
+        }
+        backward.reverse();
+        assert_eq!(forward, backward);
+        it.seek(&seek_key(b"b", SequenceNumber(3))).unwrap();
+        assert_eq!(it.value(), b"ptr");
+    }
+}
