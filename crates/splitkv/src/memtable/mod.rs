@@ -6,15 +6,17 @@
 //! at a time (the group-commit leader), so entries become visible in sequence order; readers
 //! filter by sequence number anyway. A frozen (immutable) memtable is only read, then flushed.
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
 
 use crate::iter::InternalIterator;
-use crate::types::{parse_internal_key, seek_key, InternalKey, LogPosition, SequenceNumber, ValueKind};
+use crate::types::{parse_internal_key, seek_key, InternalKey, LogPosition, SegmentId, SequenceNumber, ValueKind};
 
 /// Rough per-entry overhead of the skiplist node, for size accounting.
 const ENTRY_OVERHEAD: usize = 64;
@@ -39,6 +41,9 @@ pub struct Memtable {
     log_start: LogPosition,
     /// Largest sequence number inserted.
     max_sequence: AtomicU64,
+    /// Value-log bytes of this memtable's records that nothing will point to once it is
+    /// flushed (inline values and deletions: the log only served as their write-ahead log).
+    log_garbage: Mutex<BTreeMap<SegmentId, u64>>,
 }
 
 impl Memtable {
@@ -49,6 +54,7 @@ impl Memtable {
             approximate_bytes: AtomicUsize::new(0),
             log_start,
             max_sequence: AtomicU64::new(0),
+            log_garbage: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -73,6 +79,16 @@ impl Memtable {
             },
             _ => Lookup::Absent,
         }
+    }
+
+    /// Records that `bytes` of `segment` become garbage when this memtable is flushed.
+    pub fn note_log_garbage(&self, segment: SegmentId, bytes: u64) {
+        *self.log_garbage.lock().entry(segment).or_default() += bytes;
+    }
+
+    /// Value-log garbage per segment that flushing this memtable creates.
+    pub fn log_garbage(&self) -> BTreeMap<SegmentId, u64> {
+        self.log_garbage.lock().clone()
     }
 
     /// Approximate bytes used (keys, values and node overhead).

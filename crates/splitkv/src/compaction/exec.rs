@@ -1,0 +1,228 @@
+//! The compaction executor: merge input tables, drop what no reader can see, write outputs.
+//!
+//! Dropping follows LevelDB: of several versions of a key, a version is dropped when a newer one
+//! is already visible to the oldest snapshot; a tombstone is dropped when the oldest snapshot
+//! sees it and no deeper level can hold the key. Every dropped [`ValuePointer`] is charged to
+//! its value-log segment as garbage, which is what value-log GC later reclaims.
+//!
+//! Outputs are synced one by one; the caller syncs the directory and publishes them in one
+//! MANIFEST edit, so a crash mid-compaction leaves only unreferenced files behind.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::compaction::Compaction;
+use crate::error::{Error, Result};
+use crate::filenames::table_file;
+use crate::fs::FileSystem;
+use crate::iter::merge::MergingIterator;
+use crate::iter::InternalIterator;
+use crate::sstable::{TableBuilder, TableCache, TableOptions};
+use crate::types::{
+    compare_internal_keys, parse_internal_key, FileNumber, InternalKey, SegmentId, SequenceNumber, ValueKind,
+    ValuePointer,
+};
+use crate::version::FileMetaData;
+
+/// How often (in entries) the executor lets a pending memtable flush run.
+const PREEMPT_EVERY: usize = 1024;
+
+/// Writes a sorted stream of entries into one or more tables, cutting at a target size.
+pub struct TableSink<'a> {
+    fs: &'a Arc<dyn FileSystem>,
+    dir: &'a Path,
+    options: TableOptions,
+    max_file_size: u64,
+    new_file_number: &'a mut dyn FnMut() -> FileNumber,
+    current: Option<OpenOutput>,
+    outputs: Vec<FileMetaData>,
+    bytes_written: u64,
+}
+
+struct OpenOutput {
+    number: FileNumber,
+    builder: TableBuilder,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+}
+
+impl<'a> TableSink<'a> {
+    /// A sink writing tables named by `new_file_number` into `dir`.
+    pub fn new(
+        fs: &'a Arc<dyn FileSystem>,
+        dir: &'a Path,
+        options: TableOptions,
+        max_file_size: u64,
+        new_file_number: &'a mut dyn FnMut() -> FileNumber,
+    ) -> Self {
+        TableSink { fs, dir, options, max_file_size, new_file_number, current: None, outputs: Vec::new(), bytes_written: 0 }
+    }
+
+    /// Appends an entry; keys must arrive in internal-key order.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        if self.current.is_none() {
+            let number = (self.new_file_number)();
+            let file = self.fs.create(&table_file(self.dir, number))?;
+            self.current = Some(OpenOutput {
+                number,
+                builder: TableBuilder::new(file, self.options.clone()),
+                smallest: ikey.to_vec(),
+                largest: Vec::new(),
+            });
+        }
+        let out = self.current.as_mut().expect("output opened above");
+        out.builder.add(ikey, value)?;
+        out.largest.clear();
+        out.largest.extend_from_slice(ikey);
+        Ok(())
+    }
+
+    /// True if the current output reached the target size.
+    pub fn current_is_full(&self) -> bool {
+        self.current.as_ref().is_some_and(|o| o.builder.estimated_size() >= self.max_file_size)
+    }
+
+    /// Finishes the current output, if any.
+    pub fn finish_current(&mut self) -> Result<()> {
+        if let Some(out) = self.current.take() {
+            let num_entries = out.builder.num_entries();
+            let size = out.builder.finish()?;
+            self.bytes_written += size;
+            self.outputs.push(FileMetaData {
+                number: out.number,
+                file_size: size,
+                smallest: InternalKey(out.smallest),
+                largest: InternalKey(out.largest),
+                num_entries,
+            });
+        }
+        Ok(())
+    }
+
+    /// Finishes and returns every output with the bytes written.
+    pub fn finish(mut self) -> Result<(Vec<FileMetaData>, u64)> {
+        self.finish_current()?;
+        Ok((self.outputs, self.bytes_written))
+    }
+}
+
+/// What a compaction needs from the engine.
+pub struct CompactionContext<'a> {
+    /// File system for outputs.
+    pub fs: &'a Arc<dyn FileSystem>,
+    /// Database directory.
+    pub dir: &'a Path,
+    /// Opens input tables.
+    pub table_cache: &'a TableCache,
+    /// Options for output tables.
+    pub table_options: TableOptions,
+    /// Oldest sequence number any reader may still read at.
+    pub smallest_snapshot: SequenceNumber,
+    /// Allocates output file numbers (and registers them as pending).
+    pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
+    /// Called every few entries so that a memtable flush can pre-empt a long compaction.
+    pub preempt: &'a mut dyn FnMut() -> Result<()>,
+}
+
+/// What a compaction produced.
+#[derive(Debug, Default)]
+pub struct CompactionResult {
+    /// New tables for `level + 1`.
+    pub outputs: Vec<FileMetaData>,
+    /// Value-log bytes made garbage, per segment.
+    pub garbage: BTreeMap<SegmentId, u64>,
+    /// Table bytes read.
+    pub bytes_read: u64,
+    /// Table bytes written.
+    pub bytes_written: u64,
+    /// Entries dropped.
+    pub dropped_entries: u64,
+}
+
+/// Runs a (non-trivial) compaction.
+pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<CompactionResult> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut bytes_read = 0;
+    for file in compaction.inputs.iter().flatten() {
+        bytes_read += file.file_size;
+        let table = ctx.table_cache.get_table(file.number, file.file_size)?;
+        children.push(Box::new(table.iter(false)));
+    }
+    let mut input = MergingIterator::new(children);
+    input.seek_to_first()?;
+
+    let mut sink = TableSink::new(
+        ctx.fs,
+        ctx.dir,
+        ctx.table_options.clone(),
+        compaction.max_output_file_size,
+        ctx.new_file_number,
+    );
+    let mut garbage: BTreeMap<SegmentId, u64> = BTreeMap::new();
+    let mut dropped_entries = 0;
+    let mut current_user_key: Option<Vec<u8>> = None;
+    let mut last_sequence_for_key = SequenceNumber(u64::MAX);
+    let mut grandparent_index = 0;
+    let mut overlapped_bytes = 0u64;
+    let mut seen_key = false;
+    let mut since_preempt = 0;
+
+    while input.valid() {
+        since_preempt += 1;
+        if since_preempt >= PREEMPT_EVERY {
+            since_preempt = 0;
+            (ctx.preempt)()?;
+        }
+        let ikey = input.key();
+        let parsed = parse_internal_key(ikey)
+            .ok_or_else(|| Error::corruption(ctx.dir, 0, "compaction input has a malformed internal key"))?;
+
+        // Cut the output before it overlaps too much of the grandparent level, so that a later
+        // compaction of this output does not have to rewrite a huge range below it.
+        while grandparent_index < compaction.grandparents.len()
+            && compare_internal_keys(ikey, &compaction.grandparents[grandparent_index].largest.0).is_gt()
+        {
+            if seen_key {
+                overlapped_bytes += compaction.grandparents[grandparent_index].file_size;
+            }
+            grandparent_index += 1;
+        }
+        seen_key = true;
+
+        let first_occurrence = current_user_key.as_deref() != Some(parsed.user_key);
+        if first_occurrence {
+            current_user_key = Some(parsed.user_key.to_vec());
+            last_sequence_for_key = SequenceNumber(u64::MAX);
+            // Outputs are cut only between user keys, so all versions of a key share one file
+            // and files of a level never overlap in user-key space.
+            if overlapped_bytes > 10 * compaction.max_output_file_size || sink.current_is_full() {
+                sink.finish_current()?;
+                overlapped_bytes = 0;
+            }
+        }
+        let drop = if last_sequence_for_key <= ctx.smallest_snapshot {
+            // A newer version of this key is visible to every reader.
+            true
+        } else {
+            parsed.kind == ValueKind::Deletion
+                && parsed.sequence <= ctx.smallest_snapshot
+                && compaction.is_base_level_for_key(parsed.user_key)
+        };
+        last_sequence_for_key = parsed.sequence;
+
+        if drop {
+            dropped_entries += 1;
+            if parsed.kind == ValueKind::Pointer {
+                let ptr = ValuePointer::decode(input.value())
+                    .ok_or_else(|| Error::corruption(ctx.dir, 0, "compaction input has a malformed value pointer"))?;
+                *garbage.entry(ptr.segment).or_default() += u64::from(ptr.len);
+            }
+        } else {
+            sink.add(ikey, input.value())?;
+        }
+        input.next()?;
+    }
+    let (outputs, bytes_written) = sink.finish()?;
+    Ok(CompactionResult { outputs, garbage, bytes_read, bytes_written, dropped_entries })
+}

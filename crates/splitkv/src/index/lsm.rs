@@ -1,0 +1,726 @@
+//! [`LsmIndex`]: the LSM-tree index — an active memtable, at most one frozen memtable being
+//! flushed, and leveled SSTables described by the current [`Version`].
+//!
+//! Readers take a [`SuperVersion`] (memtable, frozen memtable, version) under a read lock and
+//! then read without locks; everything they reach stays alive through the `Arc`s, and files of
+//! a version someone still holds are never deleted.
+//!
+//! One background thread flushes frozen memtables and runs compactions picked by the
+//! configured [`CompactionPolicy`]. Flushes pre-empt compactions: a running compaction checks
+//! every few entries whether a frozen memtable waits and flushes it first. Writers are delayed
+//! at the L0 slowdown trigger and blocked at the stop trigger or while the frozen memtable is
+//! still being flushed; stall time is counted by cause.
+//!
+//! Durability order of a flush: write and sync the table, sync the value log (the table's
+//! pointers must not outlive their records), sync the directory, then publish the table and the
+//! new log head in one MANIFEST edit.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::{decode_index_value, Index, IndexRecord, IndexValue};
+use crate::compaction::exec::{self, CompactionContext, TableSink};
+use crate::compaction::picker::{self, Compaction};
+use crate::compaction::{CompactionPolicy, LevelsSnapshot, SchedulerState, ScorePolicy};
+use crate::error::{Error, Result};
+use crate::filenames::{parse_file_name, FileKind};
+use crate::fs::FileSystem;
+use crate::iter::level::{LevelFile, LevelIterator};
+use crate::iter::merge::MergingIterator;
+use crate::iter::InternalIterator;
+use crate::memtable::{Lookup, Memtable};
+use crate::options::{CompactionPolicyKind, Options};
+use crate::snapshot::SnapshotList;
+use crate::sstable::{BlockCache, TableCache, TableOptions};
+use crate::stats::{Counters, LevelStats, Stats};
+use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind};
+use crate::version::{Version, VersionEdit, VersionSet};
+use crate::vlog::ValueLog;
+
+/// What a reader needs to see one consistent state of the tree.
+pub struct SuperVersion {
+    /// The active memtable.
+    pub mem: Arc<Memtable>,
+    /// The frozen memtable being flushed, if any.
+    pub imm: Option<Arc<Memtable>>,
+    /// The SSTables.
+    pub version: Arc<Version>,
+}
+
+/// Everything [`LsmIndex::open`] needs from the database.
+pub struct LsmParts {
+    /// Database options.
+    pub options: Options,
+    /// Database directory.
+    pub dir: PathBuf,
+    /// Recovered version set.
+    pub versions: VersionSet,
+    /// Memtable rebuilt from the value log.
+    pub mem: Arc<Memtable>,
+    /// The value log.
+    pub vlog: Arc<ValueLog>,
+    /// Live snapshots (compaction keeps what they can see).
+    pub snapshots: Arc<SnapshotList>,
+    /// Last published sequence number.
+    pub last_sequence: Arc<AtomicU64>,
+    /// Shared counters.
+    pub counters: Arc<Counters>,
+}
+
+struct State {
+    mem: Arc<Memtable>,
+    imm: Option<Arc<Memtable>>,
+    versions: VersionSet,
+    /// Table numbers being written: not yet in any version, must not be deleted as obsolete.
+    pending_outputs: HashSet<FileNumber>,
+    /// A flush is in progress (only one runs at a time).
+    flushing: bool,
+    bg_error: Option<String>,
+    shutting_down: bool,
+    policy: Box<dyn CompactionPolicy>,
+}
+
+struct Shared {
+    options: Options,
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    vlog: Arc<ValueLog>,
+    snapshots: Arc<SnapshotList>,
+    last_sequence: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+    table_options: TableOptions,
+    block_cache: Arc<BlockCache>,
+    table_cache: Arc<TableCache>,
+    state: Mutex<State>,
+    /// Signals the background thread: work may be available, or shutdown.
+    work_cv: Condvar,
+    /// Signals writers and waiters: a flush or compaction finished.
+    done_cv: Condvar,
+    super_version: RwLock<Arc<SuperVersion>>,
+    /// Held while a compaction runs, so manual and background compactions never overlap.
+    compaction_lock: Mutex<()>,
+    started: Instant,
+}
+
+/// The LSM-tree index.
+pub struct LsmIndex {
+    shared: Arc<Shared>,
+    background: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl LsmIndex {
+    /// Starts the index over recovered state and spawns its background thread.
+    pub fn open(parts: LsmParts) -> Result<LsmIndex> {
+        let options = parts.options;
+        let table_options = TableOptions::from_options(&options);
+        let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
+        let table_cache = Arc::new(TableCache::new(
+            Arc::clone(&options.fs),
+            parts.dir.clone(),
+            options.max_open_files,
+            Some(Arc::clone(&block_cache)),
+            table_options.clone(),
+        ));
+        let policy: Box<dyn CompactionPolicy> = match options.compaction_policy {
+            CompactionPolicyKind::Score => Box::new(ScorePolicy::default()),
+        };
+        let version = parts.versions.current();
+        let super_version = Arc::new(SuperVersion { mem: Arc::clone(&parts.mem), imm: None, version });
+        let shared = Arc::new(Shared {
+            fs: Arc::clone(&options.fs),
+            dir: parts.dir,
+            vlog: parts.vlog,
+            snapshots: parts.snapshots,
+            last_sequence: parts.last_sequence,
+            counters: parts.counters,
+            table_options,
+            block_cache,
+            table_cache,
+            state: Mutex::new(State {
+                mem: parts.mem,
+                imm: None,
+                versions: parts.versions,
+                pending_outputs: HashSet::new(),
+                flushing: false,
+                bg_error: None,
+                shutting_down: false,
+                policy,
+            }),
+            work_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            super_version: RwLock::new(super_version),
+            compaction_lock: Mutex::new(()),
+            started: Instant::now(),
+            options,
+        });
+        shared.delete_obsolete_files();
+        let worker = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("splitkv-bg".into())
+            .spawn(move || worker.background_loop())
+            .map_err(Error::Io)?;
+        Ok(LsmIndex { shared, background: Mutex::new(Some(handle)) })
+    }
+
+    /// The current super version (for tools and tests).
+    pub fn super_version(&self) -> Arc<SuperVersion> {
+        self.shared.super_version()
+    }
+}
+
+impl Drop for LsmIndex {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Shared {
+    fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.super_version.read())
+    }
+
+    fn install_super_version(&self, state: &State) {
+        let sv = SuperVersion { mem: Arc::clone(&state.mem), imm: state.imm.clone(), version: state.versions.current() };
+        *self.super_version.write() = Arc::new(sv);
+    }
+
+    fn levels_snapshot(&self, version: &Version) -> LevelsSnapshot {
+        let o = &self.options;
+        LevelsSnapshot {
+            files: (0..version.num_levels()).map(|l| version.files(l).len()).collect(),
+            bytes: (0..version.num_levels()).map(|l| version.level_bytes(l)).collect(),
+            l0_trigger: o.level0_file_num_compaction_trigger,
+            l0_slowdown: o.level0_slowdown_writes_trigger,
+            l0_stop: o.level0_stop_writes_trigger,
+            max_bytes: LevelsSnapshot::max_bytes_for_levels(o),
+        }
+    }
+
+    fn scheduler_state(&self) -> SchedulerState {
+        SchedulerState { now_ms: self.started.elapsed().as_millis() as u64 }
+    }
+
+    fn set_bg_error(&self, state: &mut State, err: &Error) {
+        if state.bg_error.is_none() {
+            state.bg_error = Some(err.to_string());
+        }
+        self.done_cv.notify_all();
+    }
+
+    fn background_loop(self: Arc<Self>) {
+        let mut state = self.state.lock();
+        loop {
+            if state.shutting_down {
+                break;
+            }
+            if state.bg_error.is_some() {
+                self.work_cv.wait(&mut state);
+                continue;
+            }
+            if state.imm.is_some() && !state.flushing {
+                drop(state);
+                self.flush_frozen_memtable();
+                state = self.state.lock();
+                continue;
+            }
+            let version = state.versions.current();
+            let levels = self.levels_snapshot(&version);
+            let sched = self.scheduler_state();
+            let Some(pick) = state.policy.pick(&levels, &sched) else {
+                self.work_cv.wait(&mut state);
+                continue;
+            };
+            let compact_pointer = state.versions.compact_pointer(pick.level).cloned();
+            drop(state);
+            match self.compaction_lock.try_lock() {
+                Some(_guard) => {
+                    let picked = picker::pick_inputs(
+                        &version,
+                        pick.level,
+                        compact_pointer.as_ref(),
+                        self.options.target_file_size,
+                    );
+                    if let Some(compaction) = picked {
+                        if let Err(e) = self.run_compaction(&compaction) {
+                            let mut st = self.state.lock();
+                            self.set_bg_error(&mut st, &e);
+                        }
+                    }
+                }
+                // A manual compaction is running; look again shortly.
+                None => std::thread::sleep(Duration::from_millis(10)),
+            }
+            state = self.state.lock();
+        }
+    }
+
+    /// Flushes the frozen memtable if there is one and no other flush is running.
+    fn flush_frozen_memtable(&self) {
+        let (imm, log_head, number) = {
+            let mut state = self.state.lock();
+            let Some(imm) = state.imm.clone() else { return };
+            if state.flushing || state.bg_error.is_some() {
+                return;
+            }
+            state.flushing = true;
+            let number = state.versions.new_file_number();
+            state.pending_outputs.insert(number);
+            (imm, state.mem.log_start(), number)
+        };
+        let result = self.write_flush(&imm, log_head, number);
+        let mut state = self.state.lock();
+        state.flushing = false;
+        state.pending_outputs.remove(&number);
+        match result {
+            Ok(()) => {
+                state.imm = None;
+                self.install_super_version(&state);
+                Counters::add(&self.counters.flushes, 1);
+            }
+            Err(e) => self.set_bg_error(&mut state, &e),
+        }
+        self.done_cv.notify_all();
+        self.work_cv.notify_all();
+        drop(state);
+        self.delete_obsolete_files();
+    }
+
+    fn write_flush(&self, imm: &Arc<Memtable>, log_head: crate::types::LogPosition, number: FileNumber) -> Result<()> {
+        let mut edit = VersionEdit::default();
+        if !imm.is_empty() {
+            let mut numbers = Some(number);
+            let mut next_number = || numbers.take().expect("a flush writes exactly one table");
+            let mut sink =
+                TableSink::new(&self.fs, &self.dir, self.table_options.clone(), u64::MAX, &mut next_number);
+            let mut it = imm.iter();
+            it.seek_to_first()?;
+            while it.valid() {
+                sink.add(it.key(), it.value())?;
+                it.next()?;
+            }
+            let (outputs, bytes) = sink.finish()?;
+            Counters::add(&self.counters.flush_bytes_written, bytes);
+            for meta in outputs {
+                edit.new_files.push((0, meta));
+            }
+        }
+        // The table's pointers must not reach disk before the records they point to.
+        self.vlog.sync()?;
+        self.fs.sync_dir(&self.dir)?;
+        edit.log_head = Some(log_head);
+        edit.last_sequence = Some(SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
+        edit.segment_garbage = imm.log_garbage().into_iter().collect();
+        let mut state = self.state.lock();
+        let known = state.versions.segments().keys().copied().collect::<HashSet<_>>();
+        edit.added_segments = self.vlog.segments().into_iter().map(|s| s.id).filter(|id| !known.contains(id)).collect();
+        state.versions.log_and_apply(edit)
+    }
+
+    /// Runs one compaction (or trivial move) and publishes its result.
+    fn run_compaction(&self, compaction: &Compaction) -> Result<()> {
+        let level = compaction.level;
+        let mut edit = VersionEdit::default();
+        if let Some(largest) = compaction.largest_input_key() {
+            edit.compact_pointers.push((level, largest));
+        }
+        for (which, files) in compaction.inputs.iter().enumerate() {
+            for f in files {
+                edit.deleted_files.push((level + which, f.number));
+            }
+        }
+        if compaction.is_trivial_move() {
+            let file = &compaction.inputs[0][0];
+            edit.new_files.push((level + 1, FileMetaDataClone::clone_meta(file)));
+            let mut state = self.state.lock();
+            state.versions.log_and_apply(edit)?;
+            self.install_super_version(&state);
+            self.done_cv.notify_all();
+            return Ok(());
+        }
+
+        let smallest_snapshot = self
+            .snapshots
+            .oldest()
+            .unwrap_or(SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
+        let mut allocated = Vec::new();
+        let result = {
+            let mut new_file_number = || {
+                let mut state = self.state.lock();
+                let n = state.versions.new_file_number();
+                state.pending_outputs.insert(n);
+                allocated.push(n);
+                n
+            };
+            let mut preempt = || {
+                self.flush_frozen_memtable();
+                match self.state.lock().bg_error.clone() {
+                    Some(e) => Err(Error::Poisoned(e)),
+                    None => Ok(()),
+                }
+            };
+            exec::run(
+                compaction,
+                CompactionContext {
+                    fs: &self.fs,
+                    dir: &self.dir,
+                    table_cache: &self.table_cache,
+                    table_options: self.table_options.clone(),
+                    smallest_snapshot,
+                    new_file_number: &mut new_file_number,
+                    preempt: &mut preempt,
+                },
+            )
+        };
+        let outcome = result.and_then(|res| {
+            self.fs.sync_dir(&self.dir)?;
+            Ok(res)
+        });
+        let mut state = self.state.lock();
+        for n in &allocated {
+            state.pending_outputs.remove(n);
+        }
+        let res = match outcome {
+            Ok(res) => res,
+            Err(e) => {
+                drop(state);
+                self.delete_obsolete_files();
+                return Err(e);
+            }
+        };
+        for meta in res.outputs {
+            edit.new_files.push((level + 1, meta));
+        }
+        edit.segment_garbage = res.garbage.into_iter().collect();
+        state.versions.log_and_apply(edit)?;
+        self.install_super_version(&state);
+        Counters::add(&self.counters.compactions, 1);
+        Counters::add(&self.counters.compaction_bytes_read, res.bytes_read);
+        Counters::add(&self.counters.compaction_bytes_written, res.bytes_written);
+        self.done_cv.notify_all();
+        drop(state);
+        self.delete_obsolete_files();
+        Ok(())
+    }
+
+    /// Deletes tables no live version references and superseded MANIFESTs.
+    fn delete_obsolete_files(&self) {
+        let (live, manifest) = {
+            let mut state = self.state.lock();
+            let mut live = state.versions.live_files();
+            live.extend(state.pending_outputs.iter().copied());
+            (live, state.versions.manifest_number())
+        };
+        let Ok(names) = self.fs.list(&self.dir) else { return };
+        for name in names {
+            let obsolete = match parse_file_name(&name) {
+                Some(FileKind::Table(n)) => {
+                    let dead = !live.contains(&n);
+                    if dead {
+                        self.table_cache.evict(n);
+                    }
+                    dead
+                }
+                Some(FileKind::Manifest(n)) => n < manifest,
+                _ => false,
+            };
+            if obsolete {
+                // Best effort: a file left behind is found again next time.
+                let _ = self.fs.remove(&self.dir.join(&name));
+            }
+        }
+    }
+
+    fn get_from_tables(&self, version: &Version, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
+        let lookup = seek_key(user_key, seq);
+        let mut found = None;
+        let mut error = None;
+        version.for_each_candidate(user_key, |_level, file| {
+            Counters::add(&self.counters.tables_probed, 1);
+            let hit = self
+                .table_cache
+                .get_table(file.number, file.file_size)
+                .and_then(|table| table.get(&lookup, fill_cache));
+            match hit {
+                Ok(Some((ikey, value))) => {
+                    found = Some((ikey, value));
+                    false
+                }
+                Ok(None) => true,
+                Err(e) => {
+                    error = Some(e);
+                    false
+                }
+            }
+        });
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let Some((ikey, value)) = found else { return Ok(None) };
+        let parsed = parse_internal_key(&ikey).ok_or_else(|| Error::corruption(&self.dir, 0, "malformed internal key in table"))?;
+        decode_index_value(parsed.kind, value).transpose()
+    }
+}
+
+/// Copies file metadata for re-adding it at another level.
+struct FileMetaDataClone;
+
+impl FileMetaDataClone {
+    fn clone_meta(f: &crate::version::FileMetaData) -> crate::version::FileMetaData {
+        crate::version::FileMetaData {
+            number: f.number,
+            file_size: f.file_size,
+            smallest: f.smallest.clone(),
+            largest: f.largest.clone(),
+            num_entries: f.num_entries,
+        }
+    }
+}
+
+/// A merged iterator that keeps its super version (and so its files) alive.
+struct PinnedIterator {
+    inner: MergingIterator,
+    _pin: Arc<SuperVersion>,
+}
+
+impl InternalIterator for PinnedIterator {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.inner.seek_to_first()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.inner.seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek(target)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.inner.next()
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.inner.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+}
+
+impl Index for LsmIndex {
+    fn apply(&self, records: &[IndexRecord<'_>]) {
+        let mem = Arc::clone(&self.shared.state.lock().mem);
+        for r in records {
+            if r.kind != ValueKind::Pointer {
+                mem.note_log_garbage(r.log_pointer.segment, u64::from(r.log_pointer.len));
+            }
+            mem.insert(r.user_key, r.seq, r.kind, r.value.clone());
+        }
+    }
+
+    fn make_room(&self, force: bool) -> Result<()> {
+        let s = &self.shared;
+        let o = &s.options;
+        let mut allow_delay = !force;
+        let mut force = force;
+        let mut state = s.state.lock();
+        loop {
+            if let Some(e) = &state.bg_error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            if state.shutting_down {
+                return Err(Error::Closed);
+            }
+            let l0 = state.versions.current().files(0).len();
+            if allow_delay && l0 >= o.level0_slowdown_writes_trigger {
+                // Spread the slowdown over many writes instead of stopping one for long.
+                drop(state);
+                let start = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                Counters::add(&s.counters.stall_slowdown_micros, start.elapsed().as_micros() as u64);
+                allow_delay = false;
+                state = s.state.lock();
+                continue;
+            }
+            let mem_full = state.mem.approximate_bytes() >= o.write_buffer_size;
+            if !force && !mem_full {
+                return Ok(());
+            }
+            if force && state.mem.is_empty() {
+                return Ok(());
+            }
+            if state.imm.is_some() || l0 >= o.level0_stop_writes_trigger {
+                let start = Instant::now();
+                s.work_cv.notify_all();
+                s.done_cv.wait(&mut state);
+                Counters::add(&s.counters.stall_stop_micros, start.elapsed().as_micros() as u64);
+                continue;
+            }
+            let fresh = Arc::new(Memtable::new(s.vlog.head()));
+            let frozen = std::mem::replace(&mut state.mem, fresh);
+            state.imm = Some(frozen);
+            s.install_super_version(&state);
+            s.work_cv.notify_all();
+            force = false;
+        }
+    }
+
+    fn wait_for_flush(&self) -> Result<()> {
+        let s = &self.shared;
+        let mut state = s.state.lock();
+        while state.imm.is_some() {
+            if let Some(e) = &state.bg_error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            s.work_cv.notify_all();
+            s.done_cv.wait(&mut state);
+        }
+        match &state.bg_error {
+            Some(e) => Err(Error::Poisoned(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
+        let sv = self.shared.super_version();
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
+            match mem.get(user_key, seq) {
+                Lookup::Found(kind, value) => return decode_index_value(kind, value).transpose(),
+                Lookup::Deleted => return Ok(None),
+                Lookup::Absent => {}
+            }
+        }
+        self.shared.get_from_tables(&sv.version, user_key, seq, fill_cache)
+    }
+
+    fn iter(&self, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
+        let s = &self.shared;
+        let sv = s.super_version();
+        let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
+        if let Some(imm) = &sv.imm {
+            children.push(Box::new(imm.iter()));
+        }
+        for file in sv.version.files(0) {
+            let table = s.table_cache.get_table(file.number, file.file_size)?;
+            children.push(Box::new(table.iter(fill_cache)));
+        }
+        for level in 1..sv.version.num_levels() {
+            let files = sv.version.files(level);
+            if files.is_empty() {
+                continue;
+            }
+            let level_files = files
+                .iter()
+                .map(|f| LevelFile {
+                    id: f.number.0,
+                    size: f.file_size,
+                    smallest: f.smallest.0.clone(),
+                    largest: f.largest.0.clone(),
+                })
+                .collect();
+            let cache = Arc::clone(&s.table_cache);
+            let open = Arc::new(move |f: &LevelFile| -> Result<Box<dyn InternalIterator>> {
+                let table = cache.get_table(FileNumber(f.id), f.size)?;
+                Ok(Box::new(table.iter(fill_cache)))
+            });
+            children.push(Box::new(LevelIterator::new(level_files, open)));
+        }
+        Ok(Box::new(PinnedIterator { inner: MergingIterator::new(children), _pin: sv }))
+    }
+
+    fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.make_room(true)?;
+        self.wait_for_flush()?;
+        let s = &self.shared;
+        let _guard = s.compaction_lock.lock();
+        let num_levels = s.options.num_levels;
+        for level in 0..num_levels.saturating_sub(1) {
+            let version = s.state.lock().versions.current();
+            if let Some(c) = picker::range_inputs(&version, level, begin, end, s.options.target_file_size) {
+                s.run_compaction(&c)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn fill_stats(&self, stats: &mut Stats) {
+        let s = &self.shared;
+        let sv = s.super_version();
+        stats.levels = (0..sv.version.num_levels())
+            .map(|level| LevelStats { level, files: sv.version.files(level).len(), bytes: sv.version.level_bytes(level) })
+            .collect();
+        stats.memtable_bytes = (sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())) as u64;
+        stats.block_cache_hits = s.block_cache.hits();
+        stats.block_cache_misses = s.block_cache.misses();
+        let state = s.state.lock();
+        stats.manifest_bytes_written = state.versions.manifest_bytes_written();
+        let head = state.versions.log_head();
+        stats.log_head = (head.segment.0, head.offset);
+        let garbage: BTreeMap<_, _> = state.versions.segments().iter().map(|(id, m)| (*id, m.garbage_bytes)).collect();
+        drop(state);
+        stats.segments = s
+            .vlog
+            .segments()
+            .into_iter()
+            .map(|seg| crate::stats::SegmentStatsReport {
+                id: seg.id.0,
+                bytes: seg.len,
+                garbage_bytes: garbage.get(&seg.id).copied().unwrap_or(0),
+            })
+            .collect();
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        let sv = self.shared.super_version();
+        if let Some(level) = name.strip_prefix("splitkv.num-files-at-level") {
+            let level: usize = level.parse().ok()?;
+            return (level < sv.version.num_levels()).then(|| sv.version.files(level).len().to_string());
+        }
+        match name {
+            "splitkv.sstables" => {
+                let mut out = String::new();
+                for level in 0..sv.version.num_levels() {
+                    for f in sv.version.files(level) {
+                        out.push_str(&format!(
+                            "L{level} #{} {} bytes [{:?} .. {:?}]\n",
+                            f.number, f.file_size, f.smallest, f.largest
+                        ));
+                    }
+                }
+                Some(out)
+            }
+            "splitkv.total-sst-bytes" => {
+                Some((0..sv.version.num_levels()).map(|l| sv.version.level_bytes(l)).sum::<u64>().to_string())
+            }
+            "splitkv.memtable-bytes" => Some(
+                (sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())).to_string(),
+            ),
+            _ => None,
+        }
+    }
+
+    fn shutdown(&self) {
+        {
+            let mut state = self.shared.state.lock();
+            state.shutting_down = true;
+            self.shared.work_cv.notify_all();
+            self.shared.done_cv.notify_all();
+        }
+        if let Some(handle) = self.background.lock().take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Path helper kept here so the index does not reach into the database module.
+pub fn db_dir(path: &Path) -> PathBuf {
+    path.to_path_buf()
+}
