@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use super::{AccessPattern, FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
-/// The operations a [`Fault`] can target.
+/// The operations a fault (see [`FaultKind::fault`]) can target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultKind {
     /// [`FileSystem::create`].

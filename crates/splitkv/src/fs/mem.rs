@@ -159,9 +159,15 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
-    /// Uniform enough in `0..=max`.
-    fn up_to(&mut self, max: usize) -> usize {
-        (self.next() % (max as u64 + 1)) as usize
+    /// A length in `0..=max`: a quarter of the time nothing, a quarter of the time all of it,
+    /// otherwise anywhere, so recovery meets whole, lost and torn tails alike.
+    fn tail_length(&mut self, max: usize) -> usize {
+        let roll = self.next();
+        match roll % 4 {
+            0 => 0,
+            1 => max,
+            _ => ((roll >> 2) % (max as u64 + 1)) as usize,
+        }
     }
 }
 
@@ -192,11 +198,12 @@ impl MemFileSystem {
     }
 
     /// Like [`crash`](Self::crash), but each file keeps a prefix, chosen pseudo-randomly from
-    /// `seed`, of its unsynced tail: appended-but-unsynced bytes survive at most as a prefix.
-    /// The same seed and the same history give the same result.
+    /// `seed`, of its unsynced tail: appended-but-unsynced bytes survive at most as a prefix
+    /// (sometimes none of them, sometimes all). The same seed and the same history give the
+    /// same result.
     pub fn crash_with_torn_tails(&self, seed: u64) {
         let mut rng = SplitMix64(seed);
-        self.state.lock().crash(|unsynced| rng.up_to(unsynced));
+        self.state.lock().crash(|unsynced| rng.tail_length(unsynced));
     }
 
     /// Flips every bit of the byte at `offset` of `path` (for corruption tests). The damage is
@@ -565,7 +572,9 @@ mod tests {
             assert_eq!(&data[4..], &tail[..data.len() - 4], "seed {seed}: not a prefix");
             kept_lengths.insert(data.len());
         }
-        assert!(kept_lengths.len() > 1, "seeds should tear at different points");
+        assert!(kept_lengths.contains(&4), "some seed drops the whole tail");
+        assert!(kept_lengths.contains(&204), "some seed keeps the whole tail");
+        assert!(kept_lengths.iter().any(|&len| len > 4 && len < 204), "some seed tears mid-tail");
     }
 
     #[test]
