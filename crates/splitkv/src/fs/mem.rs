@@ -1,4 +1,797 @@
-//! In-memory crashable file system (under construction).
-/// In-memory file system.
+//! An in-memory [`FileSystem`] that can simulate power loss.
+//!
+//! The model follows the medium assumptions stated in the parent module. Files are *inodes*
+//! (bytes plus the length known to be synced); paths name inodes through two namespaces:
+//! - the **live** namespace, which `create`, `rename`, `remove` and `lock` change at once and
+//!   which every lookup uses;
+//! - the **durable** namespace, which only [`FileSystem::sync_dir`] updates, copying the live
+//!   entries directly inside the synced directory.
+//!
+//! [`MemFileSystem::crash`] replaces the live namespace by the durable one and cuts every inode
+//! to its synced length ([`MemFileSystem::crash_with_torn_tails`] keeps a random prefix of each
+//! unsynced tail instead). Directories, `truncate` and `punch_hole` are durable immediately:
+//! the engine creates directories once, and the OS implementation syncs a truncation itself.
+//!
+//! Invariants: every inode's `synced_len <= data.len()`; the punched ranges are disjoint, sorted
+//! and inside the file. A crash gives every surviving inode a fresh copy, so handles opened before
+//! it keep working on the old, now detached, inodes and cannot disturb the post-crash state.
+//!
+//! Thread-safety: the file system is `Clone`; clones share one state behind a mutex. Each inode
+//! has its own mutex, always taken after the namespace mutex, never before it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// The bytes of one file and how much of them would survive a crash.
 #[derive(Default)]
-pub struct MemFileSystem;
+struct Inode {
+    data: Vec<u8>,
+    synced_len: usize,
+    /// Disjoint, sorted `[start, end)` ranges freed by `punch_hole`.
+    holes: Vec<(u64, u64)>,
+}
+
+impl Inode {
+    fn len(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    fn punched_bytes(&self) -> u64 {
+        self.holes.iter().map(|(start, end)| end - start).sum()
+    }
+
+    fn add_hole(&mut self, start: u64, end: u64) {
+        let (mut start, mut end) = (start, end);
+        let mut kept = Vec::with_capacity(self.holes.len() + 1);
+        for &(s, e) in &self.holes {
+            if e < start || s > end {
+                kept.push((s, e));
+            } else {
+                start = start.min(s);
+                end = end.max(e);
+            }
+        }
+        kept.push((start, end));
+        kept.sort_unstable();
+        self.holes = kept;
+    }
+
+    fn set_len(&mut self, len: usize) {
+        self.data.resize(len, 0);
+        let len = len as u64;
+        self.holes.retain(|&(start, _)| start < len);
+        for hole in &mut self.holes {
+            hole.1 = hole.1.min(len);
+        }
+    }
+
+    /// The inode as it would be found after power loss, keeping `tail_kept` unsynced bytes.
+    fn after_crash(&self, tail_kept: usize) -> Inode {
+        let mut survivor = Inode {
+            data: self.data.clone(),
+            synced_len: self.synced_len,
+            holes: self.holes.clone(),
+        };
+        let len = (self.synced_len + tail_kept).min(self.data.len());
+        survivor.set_len(len);
+        survivor.synced_len = len;
+        survivor
+    }
+}
+
+type InodeRef = Arc<Mutex<Inode>>;
+
+#[derive(Default)]
+struct State {
+    live: BTreeMap<PathBuf, InodeRef>,
+    durable: BTreeMap<PathBuf, InodeRef>,
+    dirs: BTreeSet<PathBuf>,
+    /// Locked path -> token of the guard holding it. Tokens keep a guard taken before a crash
+    /// from releasing a lock taken after it.
+    locks: HashMap<PathBuf, u64>,
+    next_lock_token: u64,
+}
+
+impl State {
+    fn parent_exists(&self, path: &Path) -> bool {
+        match path.parent() {
+            None => true,
+            Some(parent) => parent.as_os_str().is_empty() || parent == Path::new("/") || self.dirs.contains(parent),
+        }
+    }
+
+    fn require_parent(&self, path: &Path) -> Result<()> {
+        if self.parent_exists(path) {
+            Ok(())
+        } else {
+            Err(not_found(path.parent().unwrap_or(path)))
+        }
+    }
+
+    fn live_inode(&self, path: &Path) -> Result<InodeRef> {
+        self.live.get(path).cloned().ok_or_else(|| not_found(path))
+    }
+
+    /// Replaces the live namespace by the durable one, each inode cut by `tail_to_keep`.
+    fn crash(&mut self, mut tail_to_keep: impl FnMut(usize) -> usize) {
+        let mut survivors: HashMap<*const Mutex<Inode>, InodeRef> = HashMap::new();
+        let mut durable = BTreeMap::new();
+        for (path, inode) in &self.durable {
+            // Keyed by identity so that a file reachable by two durable names stays one file.
+            let survivor = survivors.entry(Arc::as_ptr(inode)).or_insert_with(|| {
+                let old = inode.lock();
+                let unsynced = old.data.len() - old.synced_len;
+                Arc::new(Mutex::new(old.after_crash(tail_to_keep(unsynced))))
+            });
+            durable.insert(path.clone(), Arc::clone(survivor));
+        }
+        self.live = durable.clone();
+        self.durable = durable;
+        self.locks.clear();
+    }
+}
+
+fn not_found(path: &Path) -> Error {
+    Error::Io(io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file or directory", path.display())))
+}
+
+fn is_in_dir(path: &Path, dir: &Path) -> bool {
+    path.parent() == Some(dir)
+}
+
+/// splitmix64: a tiny deterministic generator, enough to choose torn-tail lengths from a seed.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A length in `0..=max`: a quarter of the time nothing, a quarter of the time all of it,
+    /// otherwise anywhere, so recovery meets whole, lost and torn tails alike.
+    fn tail_length(&mut self, max: usize) -> usize {
+        let roll = self.next();
+        match roll % 4 {
+            0 => 0,
+            1 => max,
+            _ => ((roll >> 2) % (max as u64 + 1)) as usize,
+        }
+    }
+}
+
+/// An in-memory file system whose [`crash`](MemFileSystem::crash) keeps only durable state.
+///
+/// Clones share the same files, so a test can keep one clone to crash and inspect while the
+/// database owns another.
+#[derive(Clone, Default)]
+pub struct MemFileSystem {
+    state: Arc<Mutex<State>>,
+}
+
+impl MemFileSystem {
+    /// An empty file system (the root and relative top level exist; nothing else does).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This file system as the shared handle the engine takes.
+    pub fn shared(&self) -> Arc<dyn FileSystem> {
+        Arc::new(self.clone())
+    }
+
+    /// Simulates power loss: only directory entries made durable by `sync_dir` remain, each file
+    /// cut to the bytes synced by `WritableFile::sync`; every lock is released.
+    pub fn crash(&self) {
+        self.state.lock().crash(|_| 0);
+    }
+
+    /// Like [`crash`](Self::crash), but each file keeps a prefix, chosen pseudo-randomly from
+    /// `seed`, of its unsynced tail: appended-but-unsynced bytes survive at most as a prefix
+    /// (sometimes none of them, sometimes all). The same seed and the same history give the
+    /// same result.
+    pub fn crash_with_torn_tails(&self, seed: u64) {
+        let mut rng = SplitMix64(seed);
+        self.state.lock().crash(|unsynced| rng.tail_length(unsynced));
+    }
+
+    /// Flips every bit of the byte at `offset` of `path` (for corruption tests). The damage is
+    /// treated as already on the medium: it survives a crash if the byte was synced.
+    pub fn flip_byte(&self, path: &Path, offset: u64) -> Result<()> {
+        let inode = self.state.lock().live_inode(path)?;
+        let mut inode = inode.lock();
+        let len = inode.len();
+        let byte = usize::try_from(offset).ok().and_then(|at| inode.data.get_mut(at)).ok_or_else(|| {
+            Error::InvalidArgument(format!("offset {offset} is outside {} ({len} bytes)", path.display()))
+        })?;
+        *byte ^= 0xff;
+        Ok(())
+    }
+
+    /// Sorted names of the files (not directories) directly in `dir`, in the live namespace.
+    pub fn file_names(&self, dir: &Path) -> Vec<String> {
+        let state = self.state.lock();
+        state
+            .live
+            .keys()
+            .filter(|path| is_in_dir(path, dir))
+            .filter_map(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
+            .collect()
+    }
+
+    /// Total length of all live files (a file reachable by two names counts once).
+    pub fn total_bytes(&self) -> u64 {
+        let state = self.state.lock();
+        let mut seen = BTreeSet::new();
+        state
+            .live
+            .values()
+            .filter(|inode| seen.insert(Arc::as_ptr(inode)))
+            .map(|inode| inode.lock().len())
+            .sum()
+    }
+}
+
+impl fmt::Debug for MemFileSystem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("MemFileSystem")
+            .field("live_files", &state.live.len())
+            .field("durable_files", &state.durable.len())
+            .field("dirs", &state.dirs.len())
+            .field("locks", &state.locks.len())
+            .finish()
+    }
+}
+
+struct MemWritableFile {
+    inode: InodeRef,
+    len: u64,
+}
+
+impl WritableFile for MemWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        // Appends are visible to readers at once; only `sync` decides what survives a crash.
+        self.inode.lock().data.extend_from_slice(data);
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        let mut inode = self.inode.lock();
+        inode.synced_len = inode.data.len();
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct MemRandomAccessFile {
+    inode: InodeRef,
+    path: PathBuf,
+}
+
+impl RandomAccessFile for MemRandomAccessFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let inode = self.inode.lock();
+        let range = usize::try_from(offset)
+            .ok()
+            .and_then(|start| Some(start..start.checked_add(buf.len())?))
+            .filter(|range| range.end <= inode.data.len());
+        let Some(range) = range else {
+            return Err(Error::Io(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "read of {} bytes at {offset} past the end of {} ({} bytes)",
+                    buf.len(),
+                    self.path.display(),
+                    inode.len()
+                ),
+            )));
+        };
+        buf.copy_from_slice(&inode.data[range]);
+        Ok(())
+    }
+
+    fn len(&self) -> Result<u64> {
+        Ok(self.inode.lock().len())
+    }
+}
+
+struct MemFileLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+    token: u64,
+}
+
+impl FileLock for MemFileLock {}
+
+impl Drop for MemFileLock {
+    fn drop(&mut self) {
+        let mut state = self.state.lock();
+        if state.locks.get(&self.path) == Some(&self.token) {
+            state.locks.remove(&self.path);
+        }
+    }
+}
+
+impl FileSystem for MemFileSystem {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut state = self.state.lock();
+        state.require_parent(path)?;
+        if state.dirs.contains(path) {
+            return Err(Error::InvalidArgument(format!("{} is a directory", path.display())));
+        }
+        let inode = match state.live.get(path) {
+            // O_TRUNC keeps the inode, and the lost bytes are lost for good.
+            Some(existing) => {
+                let mut inode = existing.lock();
+                inode.set_len(0);
+                inode.synced_len = 0;
+                drop(inode);
+                Arc::clone(existing)
+            }
+            None => {
+                let inode = InodeRef::default();
+                state.live.insert(path.to_path_buf(), Arc::clone(&inode));
+                inode
+            }
+        };
+        Ok(Box::new(MemWritableFile { inode, len: 0 }))
+    }
+
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let inode = self.state.lock().live_inode(path)?;
+        let len = inode.lock().len();
+        Ok(Box::new(MemWritableFile { inode, len }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let inode = self.state.lock().live_inode(path)?;
+        Ok(Arc::new(MemRandomAccessFile { inode, path: path.to_path_buf() }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let state = self.state.lock();
+        state.live.contains_key(path) || state.dirs.contains(path)
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        let inode = self.state.lock().live_inode(path)?;
+        let len = inode.lock().len();
+        Ok(len)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let state = self.state.lock();
+        if !state.dirs.contains(dir) && !dir.as_os_str().is_empty() && dir != Path::new("/") {
+            return Err(not_found(dir));
+        }
+        let files = state.live.keys();
+        let subdirs = state.dirs.iter();
+        Ok(files
+            .chain(subdirs)
+            .filter(|path| is_in_dir(path, dir))
+            .filter_map(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
+            .collect())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        let mut state = self.state.lock();
+        for ancestor in dir.ancestors() {
+            if ancestor.as_os_str().is_empty() || ancestor == Path::new("/") {
+                continue;
+            }
+            if state.live.contains_key(ancestor) {
+                return Err(Error::InvalidArgument(format!("{} is a file", ancestor.display())));
+            }
+            state.dirs.insert(ancestor.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        let mut state = self.state.lock();
+        state.live.remove(path).map(drop).ok_or_else(|| not_found(path))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        let mut state = self.state.lock();
+        if !state.dirs.contains(dir) {
+            return Err(not_found(dir));
+        }
+        let occupied =
+            state.live.keys().any(|path| is_in_dir(path, dir)) || state.dirs.iter().any(|path| is_in_dir(path, dir));
+        if occupied {
+            return Err(Error::Io(io::Error::new(
+                io::ErrorKind::DirectoryNotEmpty,
+                format!("{}: directory not empty", dir.display()),
+            )));
+        }
+        state.dirs.remove(dir);
+        // The directory itself is gone durably, so names the directory never synced go with it.
+        state.durable.retain(|path, _| !is_in_dir(path, dir));
+        Ok(())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut state = self.state.lock();
+        state.require_parent(to)?;
+        if state.dirs.contains(to) {
+            return Err(Error::InvalidArgument(format!("{} is a directory", to.display())));
+        }
+        let inode = state.live.remove(from).ok_or_else(|| not_found(from))?;
+        state.live.insert(to.to_path_buf(), inode);
+        Ok(())
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let inode = self.state.lock().live_inode(path)?;
+        let len = usize::try_from(len).map_err(|_| Error::InvalidArgument(format!("length {len} too large")))?;
+        let mut inode = inode.lock();
+        inode.set_len(len);
+        // The OS implementation syncs the whole file after changing its length.
+        inode.synced_len = len;
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let mut state = self.state.lock();
+        if !state.dirs.contains(dir) && !dir.as_os_str().is_empty() && dir != Path::new("/") {
+            return Err(not_found(dir));
+        }
+        let State { live, durable, .. } = &mut *state;
+        durable.retain(|path, _| !is_in_dir(path, dir));
+        for (path, inode) in live.iter().filter(|(path, _)| is_in_dir(path, dir)) {
+            durable.insert(path.clone(), Arc::clone(inode));
+        }
+        Ok(())
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let mut state = self.state.lock();
+        state.require_parent(path)?;
+        if state.locks.contains_key(path) {
+            let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| path.to_path_buf());
+            return Err(Error::Locked(dir));
+        }
+        if !state.live.contains_key(path) {
+            state.live.insert(path.to_path_buf(), InodeRef::default());
+        }
+        let token = state.next_lock_token;
+        state.next_lock_token += 1;
+        state.locks.insert(path.to_path_buf(), token);
+        Ok(Box::new(MemFileLock { state: Arc::clone(&self.state), path: path.to_path_buf(), token }))
+    }
+
+    fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
+        let inode = self.state.lock().live_inode(path)?;
+        let mut inode = inode.lock();
+        let file_len = inode.len();
+        let start = offset.min(file_len);
+        let end = offset.saturating_add(len).min(file_len);
+        if start < end {
+            // Both bounds are at most the in-memory length, so they fit in usize.
+            inode.data[start as usize..end as usize].fill(0);
+            inode.add_hole(start, end);
+        }
+        Ok(true)
+    }
+
+    fn allocated_size(&self, path: &Path) -> Result<u64> {
+        let inode = self.state.lock().live_inode(path)?;
+        let inode = inode.lock();
+        Ok(inode.len() - inode.punched_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db_dir() -> PathBuf {
+        PathBuf::from("/db")
+    }
+
+    fn setup() -> MemFileSystem {
+        let fs = MemFileSystem::new();
+        fs.create_dir_all(&db_dir()).unwrap();
+        fs
+    }
+
+    fn write_file(fs: &MemFileSystem, path: &Path, chunks: &[(&[u8], bool)]) -> Box<dyn WritableFile> {
+        let mut file = fs.create(path).unwrap();
+        for (bytes, sync) in chunks {
+            file.append(bytes).unwrap();
+            if *sync {
+                file.sync().unwrap();
+            }
+        }
+        file
+    }
+
+    fn io_kind(err: Error) -> io::ErrorKind {
+        match err {
+            Error::Io(e) => e.kind(),
+            other => panic!("expected an I/O error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn synced_bytes_survive_crash_and_unsynced_are_dropped() {
+        let fs = setup();
+        let path = db_dir().join("000001.log");
+        let _file = write_file(&fs, &path, &[(b"durable", true), (b"-volatile", false)]);
+        fs.sync_dir(&db_dir()).unwrap();
+        assert_eq!(fs.read_all(&path).unwrap(), b"durable-volatile");
+
+        fs.crash();
+        assert_eq!(fs.read_all(&path).unwrap(), b"durable");
+    }
+
+    #[test]
+    fn never_synced_file_is_empty_after_crash() {
+        let fs = setup();
+        let path = db_dir().join("a");
+        let _file = write_file(&fs, &path, &[(b"lost", false)]);
+        fs.sync_dir(&db_dir()).unwrap();
+        fs.crash();
+        assert_eq!(fs.file_size(&path).unwrap(), 0);
+    }
+
+    #[test]
+    fn torn_tail_crash_keeps_only_a_prefix_of_the_unsynced_tail() {
+        let tail: Vec<u8> = (0..200u8).collect();
+        let mut kept_lengths = BTreeSet::new();
+        for seed in 0..32 {
+            let fs = setup();
+            let path = db_dir().join("seg");
+            let _file = write_file(&fs, &path, &[(b"head", true), (&tail, false)]);
+            fs.sync_dir(&db_dir()).unwrap();
+            fs.crash_with_torn_tails(seed);
+            let data = fs.read_all(&path).unwrap();
+            assert!(data.len() >= 4 && data.len() <= 204, "seed {seed}: {} bytes", data.len());
+            assert_eq!(&data[..4], b"head");
+            assert_eq!(&data[4..], &tail[..data.len() - 4], "seed {seed}: not a prefix");
+            kept_lengths.insert(data.len());
+        }
+        assert!(kept_lengths.contains(&4), "some seed drops the whole tail");
+        assert!(kept_lengths.contains(&204), "some seed keeps the whole tail");
+        assert!(kept_lengths.iter().any(|&len| len > 4 && len < 204), "some seed tears mid-tail");
+    }
+
+    #[test]
+    fn torn_tail_crash_is_deterministic_per_seed() {
+        let run = |seed| {
+            let fs = setup();
+            let path = db_dir().join("seg");
+            let _file = write_file(&fs, &path, &[(&[7u8; 1000], false)]);
+            fs.sync_dir(&db_dir()).unwrap();
+            fs.crash_with_torn_tails(seed);
+            fs.file_size(&path).unwrap()
+        };
+        assert_eq!(run(42), run(42));
+    }
+
+    #[test]
+    fn created_file_vanishes_after_crash_unless_directory_synced() {
+        let fs = setup();
+        let path = db_dir().join("MANIFEST-000002");
+        let _file = write_file(&fs, &path, &[(b"edit", true)]);
+        assert!(fs.exists(&path));
+        fs.crash();
+        assert!(!fs.exists(&path));
+        assert!(fs.file_names(&db_dir()).is_empty());
+    }
+
+    #[test]
+    fn removal_is_undone_by_crash_until_directory_synced() {
+        let fs = setup();
+        let path = db_dir().join("old.sst");
+        let _file = write_file(&fs, &path, &[(b"table", true)]);
+        fs.sync_dir(&db_dir()).unwrap();
+        fs.remove(&path).unwrap();
+        assert!(!fs.exists(&path));
+        fs.crash();
+        assert_eq!(fs.read_all(&path).unwrap(), b"table");
+
+        fs.remove(&path).unwrap();
+        fs.sync_dir(&db_dir()).unwrap();
+        fs.crash();
+        assert!(!fs.exists(&path));
+    }
+
+    #[test]
+    fn rename_becomes_durable_through_sync_dir() {
+        let fs = setup();
+        let current = db_dir().join("CURRENT");
+        let temp = db_dir().join("CURRENT.tmp");
+        let _old = write_file(&fs, &current, &[(b"MANIFEST-1", true)]);
+        fs.sync_dir(&db_dir()).unwrap();
+
+        let _new = write_file(&fs, &temp, &[(b"MANIFEST-2", true)]);
+        fs.rename(&temp, &current).unwrap();
+        assert_eq!(fs.read_all(&current).unwrap(), b"MANIFEST-2");
+        fs.crash();
+        assert_eq!(fs.read_all(&current).unwrap(), b"MANIFEST-1", "rename without sync_dir is lost");
+        assert!(!fs.exists(&temp));
+
+        let _new = write_file(&fs, &temp, &[(b"MANIFEST-2", true)]);
+        fs.rename(&temp, &current).unwrap();
+        fs.sync_dir(&db_dir()).unwrap();
+        fs.crash();
+        assert_eq!(fs.read_all(&current).unwrap(), b"MANIFEST-2");
+        assert_eq!(fs.file_names(&db_dir()), vec!["CURRENT".to_string()]);
+    }
+
+    #[test]
+    fn reader_sees_later_appends_and_eof_past_end() {
+        let fs = setup();
+        let path = db_dir().join("f");
+        let mut file = write_file(&fs, &path, &[(b"abc", false)]);
+        let reader = fs.open(&path).unwrap();
+        file.append(b"def").unwrap();
+        file.flush().unwrap();
+        assert_eq!(reader.len().unwrap(), 6);
+        let mut buf = [0u8; 3];
+        reader.read_exact_at(3, &mut buf).unwrap();
+        assert_eq!(&buf, b"def");
+        assert_eq!(io_kind(reader.read_exact_at(4, &mut buf).unwrap_err()), io::ErrorKind::UnexpectedEof);
+        assert_eq!(io_kind(reader.read_exact_at(u64::MAX, &mut buf).unwrap_err()), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn handles_opened_before_crash_do_not_touch_the_survivors() {
+        let fs = setup();
+        let path = db_dir().join("wal");
+        let mut writer = write_file(&fs, &path, &[(b"kept", true)]);
+        fs.sync_dir(&db_dir()).unwrap();
+        let reader = fs.open(&path).unwrap();
+        fs.crash();
+        writer.append(b"zombie").unwrap();
+        writer.sync().unwrap();
+        assert_eq!(fs.read_all(&path).unwrap(), b"kept");
+        assert_eq!(reader.len().unwrap(), 10);
+    }
+
+    #[test]
+    fn open_append_continues_at_the_end() {
+        let fs = setup();
+        let path = db_dir().join("f");
+        drop(write_file(&fs, &path, &[(b"one", true)]));
+        let mut file = fs.open_append(&path).unwrap();
+        assert_eq!(file.len(), 3);
+        file.append(b"two").unwrap();
+        assert_eq!(file.len(), 6);
+        assert_eq!(fs.read_all(&path).unwrap(), b"onetwo");
+    }
+
+    #[test]
+    fn missing_files_are_not_found() {
+        let fs = setup();
+        let missing = db_dir().join("missing");
+        assert_eq!(io_kind(fs.open(&missing).err().unwrap()), io::ErrorKind::NotFound);
+        assert_eq!(io_kind(fs.open_append(&missing).err().unwrap()), io::ErrorKind::NotFound);
+        assert_eq!(io_kind(fs.file_size(&missing).unwrap_err()), io::ErrorKind::NotFound);
+        assert_eq!(io_kind(fs.remove(&missing).unwrap_err()), io::ErrorKind::NotFound);
+        assert_eq!(io_kind(fs.list(Path::new("/nowhere")).unwrap_err()), io::ErrorKind::NotFound);
+        assert_eq!(io_kind(fs.create(Path::new("/nowhere/f")).err().unwrap()), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn list_names_entries_directly_in_the_directory() {
+        let fs = setup();
+        fs.create_dir_all(&db_dir().join("sub/deeper")).unwrap();
+        drop(write_file(&fs, &db_dir().join("b"), &[]));
+        drop(write_file(&fs, &db_dir().join("sub/c"), &[]));
+        let mut names = fs.list(&db_dir()).unwrap();
+        names.sort();
+        assert_eq!(names, vec!["b".to_string(), "sub".to_string()]);
+        assert_eq!(fs.file_names(&db_dir()), vec!["b".to_string()]);
+        assert!(fs.remove_dir(&db_dir().join("sub")).is_err(), "not empty");
+    }
+
+    #[test]
+    fn truncate_is_durable_at_once() {
+        let fs = setup();
+        let path = db_dir().join("seg");
+        let _file = write_file(&fs, &path, &[(b"good", true), (b"torn", false)]);
+        fs.sync_dir(&db_dir()).unwrap();
+        fs.truncate(&path, 6).unwrap();
+        fs.crash();
+        assert_eq!(fs.read_all(&path).unwrap(), b"goodto");
+    }
+
+    #[test]
+    fn lock_is_exclusive_until_dropped_or_crash() {
+        let fs = setup();
+        let path = db_dir().join("LOCK");
+        let guard = fs.lock(&path).unwrap();
+        assert!(fs.exists(&path));
+        match fs.lock(&path) {
+            Err(Error::Locked(dir)) => assert_eq!(dir, db_dir()),
+            other => panic!("expected Locked, got {:?}", other.map(|_| ())),
+        }
+        drop(guard);
+        let stale = fs.lock(&path).unwrap();
+
+        fs.crash();
+        let fresh = fs.lock(&path).unwrap();
+        // A guard from before the crash must not release the lock taken after it.
+        drop(stale);
+        assert!(matches!(fs.lock(&path), Err(Error::Locked(_))));
+        drop(fresh);
+        assert!(fs.lock(&path).is_ok());
+    }
+
+    #[test]
+    fn flip_byte_corrupts_exactly_one_byte() {
+        let fs = setup();
+        let path = db_dir().join("f");
+        drop(write_file(&fs, &path, &[(b"\x00\x01\x02", true)]));
+        fs.flip_byte(&path, 1).unwrap();
+        assert_eq!(fs.read_all(&path).unwrap(), b"\x00\xfe\x02");
+        assert!(fs.flip_byte(&path, 3).is_err());
+        assert!(fs.flip_byte(&db_dir().join("missing"), 0).is_err());
+    }
+
+    #[test]
+    fn punch_hole_zeroes_and_shrinks_allocation() {
+        let fs = setup();
+        let path = db_dir().join("seg");
+        drop(write_file(&fs, &path, &[(&[9u8; 100], true)]));
+        assert!(fs.punch_hole(&path, 10, 20).unwrap());
+        assert!(fs.punch_hole(&path, 20, 20).unwrap(), "overlapping hole counts once");
+        assert!(fs.punch_hole(&path, 90, 50).unwrap(), "hole clipped to the file");
+        assert_eq!(fs.file_size(&path).unwrap(), 100);
+        assert_eq!(fs.allocated_size(&path).unwrap(), 100 - 30 - 10);
+        let data = fs.read_all(&path).unwrap();
+        assert!(data[10..40].iter().all(|&b| b == 0));
+        assert!(data[..10].iter().chain(&data[40..90]).all(|&b| b == 9));
+    }
+
+    #[test]
+    fn total_bytes_counts_live_files() {
+        let fs = setup();
+        drop(write_file(&fs, &db_dir().join("a"), &[(b"12345", false)]));
+        drop(write_file(&fs, &db_dir().join("b"), &[(b"678", false)]));
+        assert_eq!(fs.total_bytes(), 8);
+        fs.crash();
+        assert_eq!(fs.total_bytes(), 0);
+    }
+
+    #[test]
+    fn create_truncates_an_existing_file() {
+        let fs = setup();
+        let path = db_dir().join("f");
+        drop(write_file(&fs, &path, &[(b"old contents", true)]));
+        drop(write_file(&fs, &path, &[(b"new", false)]));
+        assert_eq!(fs.read_all(&path).unwrap(), b"new");
+    }
+
+    #[test]
+    fn clones_share_state_and_debug_prints() {
+        let fs = setup();
+        let other = fs.clone();
+        drop(write_file(&fs, &db_dir().join("a"), &[]));
+        assert!(other.exists(&db_dir().join("a")));
+        assert!(format!("{other:?}").contains("live_files: 1"));
+    }
+}
