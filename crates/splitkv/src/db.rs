@@ -1,58 +1,653 @@
-//! [`Db`]: the public handle (API skeleton; bodies land with the engine).
-#![allow(missing_docs, unused_variables)]
+//! [`Db`]: the public handle — open and recovery, the write path, reads and iterators.
+//!
+//! Write path: each [`WriteBatch`] joins a queue; the writer at the front becomes the leader,
+//! takes a group of queued batches, assigns consecutive sequence numbers, appends them to the
+//! value log (one atomic run of records per batch), syncs once if any writer asked for it,
+//! applies them to the index, publishes the last sequence number and wakes the group. This is
+//! LevelDB's group commit, with the value log in the role of the write-ahead log.
+//!
+//! Read path: the index maps a key to an inline value or a [`ValuePointer`]; pointers are
+//! resolved by one validated read from the value log.
+//!
+//! Recovery: replay the MANIFEST (the SSTables and the value-log head of the last flush), then
+//! replay the value log from that head into a fresh memtable. A failed value-log or MANIFEST
+//! write poisons the write path; reads keep working.
+//!
+//! Thread-safety: `Db` is `Send + Sync`; share it with `Arc<Db>`. Iterators own what they read.
 
-use std::ops::RangeBounds;
-use std::path::Path;
+use std::collections::VecDeque;
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
 
-use crate::batch::WriteBatch;
-use crate::error::Result;
+use crate::batch::{BatchOp, WriteBatch};
+use crate::error::{Error, Result};
+use crate::filenames::{current_file, lock_file, parse_file_name, segment_file, FileKind};
+use crate::fs::{FileLock, FileSystem};
+use crate::index::lsm::{LsmIndex, LsmParts};
+use crate::index::{Index, IndexRecord, IndexValue};
+use crate::iter::db_iter::DbIter;
+use crate::iter::InternalIterator;
+use crate::memtable::Memtable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::snapshot::Snapshot;
-use crate::stats::Stats;
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::stats::{Counters, Stats};
+use crate::types::{SequenceNumber, ValueKind, ValuePointer};
+use crate::version::VersionSet;
+use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
 
-pub struct Db {}
+/// Most bytes a write leader gathers into one group; keeps a small write's latency bounded when
+/// a large one is queued behind it.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// A queued write.
+struct PendingWrite {
+    batch: WriteBatch,
+    sync: bool,
+    /// Freeze the memtable even if it is not full (used by `flush`).
+    force_flush: bool,
+    /// Set once the write is done (by the leader that wrote it).
+    result: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+struct DbInner {
+    options: Options,
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    vlog: Arc<ValueLog>,
+    index: Arc<dyn Index>,
+    snapshots: Arc<SnapshotList>,
+    last_sequence: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+    writers: Mutex<VecDeque<Arc<PendingWrite>>>,
+    poisoned: Mutex<Option<String>>,
+    _lock: Box<dyn FileLock>,
+}
+
+/// An open database.
+pub struct Db {
+    inner: Arc<DbInner>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish_non_exhaustive()
+    }
+}
 
 impl Db {
-    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> { todo!() }
-    pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> { todo!() }
-    pub fn close(self) -> Result<()> { todo!() }
-    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> { todo!() }
-    pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> { todo!() }
-    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> { todo!() }
-    pub fn delete_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> { todo!() }
-    pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> { todo!() }
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> { todo!() }
-    pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> { todo!() }
-    pub fn multi_get<K: AsRef<[u8]>>(&self, opts: &ReadOptions, keys: &[K]) -> Result<Vec<Option<Bytes>>> { todo!() }
-    pub fn snapshot(&self) -> Snapshot { todo!() }
-    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> { todo!() }
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<RangeIter> { todo!() }
-    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, opts: ReadOptions, range: R) -> Result<RangeIter> { todo!() }
-    pub fn flush(&self) -> Result<()> { todo!() }
-    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> { todo!() }
-    pub fn stats(&self) -> Stats { todo!() }
-    pub fn property(&self, name: &str) -> Option<String> { todo!() }
-    pub fn path(&self) -> &Path { todo!() }
+    /// Opens (or creates, with `create_if_missing`) the database at `path`.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let dir = path.as_ref().to_path_buf();
+        let fs = Arc::clone(&options.fs);
+        if options.create_if_missing {
+            fs.create_dir_all(&dir)?;
+        }
+        if !fs.exists(&dir) {
+            return Err(Error::InvalidArgument(format!("{} does not exist", dir.display())));
+        }
+        let lock = fs.lock(&lock_file(&dir))?;
+        let versions = if fs.exists(&current_file(&dir)) {
+            if options.error_if_exists {
+                return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
+            }
+            VersionSet::recover(Arc::clone(&fs), &dir, options.num_levels)?
+        } else if options.create_if_missing {
+            VersionSet::create(Arc::clone(&fs), &dir, options.num_levels)?
+        } else {
+            return Err(Error::InvalidArgument(format!("{} has no database", dir.display())));
+        };
+
+        let vlog = Arc::new(ValueLog::open(
+            Arc::clone(&fs),
+            &dir,
+            VlogOptions { segment_size: options.segment_size, buffer_size: options.vlog_buffer_size },
+        )?);
+        let log_head = versions.log_head();
+        let mem = Arc::new(Memtable::new(log_head));
+        let mut max_sequence = versions.last_sequence();
+        let mut replayed_any = false;
+        vlog.replay(log_head, &mut |batch: &[ReplayedRecord]| {
+            for rec in batch {
+                let kind = match rec.kind {
+                    RecordKind::Delete => ValueKind::Deletion,
+                    RecordKind::Put if rec.value.len() >= options.value_threshold => ValueKind::Pointer,
+                    RecordKind::Put => ValueKind::Inline,
+                };
+                let value = match kind {
+                    ValueKind::Deletion => Bytes::new(),
+                    ValueKind::Inline => Bytes::copy_from_slice(&rec.value),
+                    ValueKind::Pointer => Bytes::from(rec.pointer.encode()),
+                };
+                if kind != ValueKind::Pointer {
+                    mem.note_log_garbage(rec.pointer.segment, u64::from(rec.pointer.len));
+                }
+                mem.insert(&rec.key, rec.seq, kind, value);
+                max_sequence = max_sequence.max(rec.seq);
+                replayed_any = true;
+            }
+            Ok(())
+        })?;
+        if replayed_any {
+            // The replayed records may exist only in the page cache (a process crash); make them
+            // durable before tables that point at them can be written.
+            for seg in vlog.segments() {
+                if seg.id >= log_head.segment {
+                    fs.open_append(&segment_file(&dir, seg.id))?.sync()?;
+                }
+            }
+        }
+        remove_temp_files(fs.as_ref(), &dir);
+
+        let last_sequence = Arc::new(AtomicU64::new(max_sequence.0));
+        let snapshots = Arc::new(SnapshotList::default());
+        let counters = Arc::new(Counters::default());
+        let index = LsmIndex::open(LsmParts {
+            options: options.clone(),
+            dir: dir.clone(),
+            versions,
+            mem,
+            vlog: Arc::clone(&vlog),
+            snapshots: Arc::clone(&snapshots),
+            last_sequence: Arc::clone(&last_sequence),
+            counters: Arc::clone(&counters),
+        })?;
+        Ok(Db {
+            inner: Arc::new(DbInner {
+                options,
+                dir,
+                fs,
+                vlog,
+                index: Arc::new(index),
+                snapshots,
+                last_sequence,
+                counters,
+                writers: Mutex::new(VecDeque::new()),
+                poisoned: Mutex::new(None),
+                _lock: lock,
+            }),
+        })
+    }
+
+    /// Deletes the database at `path` and everything splitkv owns in it.
+    pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
+        let dir = path.as_ref();
+        let fs = &options.fs;
+        if !fs.exists(dir) {
+            return Ok(());
+        }
+        let lock_path = lock_file(dir);
+        let lock = fs.lock(&lock_path)?;
+        for name in fs.list(dir)? {
+            if matches!(parse_file_name(&name), Some(kind) if kind != FileKind::Lock) {
+                fs.remove(&dir.join(&name))?;
+            }
+        }
+        drop(lock);
+        let _ = fs.remove(&lock_path);
+        // Leave the directory if it holds files that are not ours.
+        let _ = fs.remove_dir(dir);
+        Ok(())
+    }
+
+    /// Stops background work and writes buffered log records to the OS. Unsynced writes stay
+    /// unsynced, as in LevelDB; use [`WriteOptions::sync`] for durability.
+    pub fn close(self) -> Result<()> {
+        self.inner.index.shutdown();
+        self.inner.vlog.flush_buffer()
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(&WriteOptions::default(), key, value)
+    }
+
+    /// Sets `key` to `value` with write options.
+    pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write(opts, batch)
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(&WriteOptions::default(), key)
+    }
+
+    /// Removes `key` with write options.
+    pub fn delete_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write(opts, batch)
+    }
+
+    /// Applies `batch` atomically.
+    pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() && !opts.sync {
+            return Ok(());
+        }
+        self.inner.submit(PendingWrite {
+            batch,
+            sync: opts.sync,
+            force_flush: false,
+            result: Mutex::new(None),
+            cv: Condvar::new(),
+        })
+    }
+
+    /// The value of `key`, or `None`.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.get_opt(&ReadOptions::default(), key)
+    }
+
+    /// The value of `key` with read options (snapshot, cache filling).
+    pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        let key = key.as_ref();
+        let seq = self.inner.read_sequence(opts);
+        Counters::add(&self.inner.counters.gets, 1);
+        match self.inner.index.get(key, seq, opts.fill_cache)? {
+            None => Ok(None),
+            Some(IndexValue::Inline(v)) => Ok(Some(v)),
+            Some(IndexValue::Pointer(ptr)) => self.inner.read_pointer(&ptr, key).map(Some),
+        }
+    }
+
+    /// The values of several keys, read at one sequence number.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, opts: &ReadOptions, keys: &[K]) -> Result<Vec<Option<Bytes>>> {
+        let pinned;
+        let opts = if opts.snapshot.is_none() {
+            pinned = ReadOptions { snapshot: Some(self.snapshot()), ..opts.clone() };
+            &pinned
+        } else {
+            opts
+        };
+        keys.iter().map(|k| self.get_opt(opts, k)).collect()
+    }
+
+    /// A consistent read view as of now.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshots.acquire(SequenceNumber(self.inner.last_sequence.load(Ordering::Acquire)))
+    }
+
+    /// A cursor over the database, unpositioned: call a seek first.
+    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
+        self.inner.cursor(opts)
+    }
+
+    /// The entries in `range`, in key order, as an owning iterator.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<RangeIter> {
+        self.range_opt(ReadOptions::default(), range)
+    }
+
+    /// Like [`Db::range`] with read options.
+    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, mut opts: ReadOptions, range: R) -> Result<RangeIter> {
+        let start = match range.start_bound() {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        // Exclusive upper bounds go to the cursor, which then never reads past them.
+        if let Bound::Excluded(k) = &end {
+            opts.upper_bound = Some(k.clone());
+        }
+        if let Bound::Included(k) | Bound::Excluded(k) = &start {
+            opts.lower_bound = Some(k.clone());
+        }
+        let cursor = self.inner.cursor(opts)?;
+        Ok(RangeIter { cursor, start: Some(start), end, done: false })
+    }
+
+    /// Freezes the memtable and waits until it is written to an SSTable.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.submit(PendingWrite {
+            batch: WriteBatch::new(),
+            sync: false,
+            force_flush: true,
+            result: Mutex::new(None),
+            cv: Condvar::new(),
+        })?;
+        self.inner.index.wait_for_flush()
+    }
+
+    /// Compacts the keys in `[begin, end]` (`None` = unbounded) down through every level.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        self.inner.index.compact_range(begin, end)
+    }
+
+    /// A point-in-time report: levels, value-log segments, write amplification, stalls.
+    pub fn stats(&self) -> Stats {
+        let mut stats = Stats::default();
+        stats.fill_counters(&self.inner.counters);
+        stats.vlog_bytes_written = self.inner.vlog.bytes_written();
+        stats.last_sequence = self.inner.last_sequence.load(Ordering::Acquire);
+        self.inner.index.fill_stats(&mut stats);
+        stats
+    }
+
+    /// A named property: `splitkv.stats`, `splitkv.num-files-at-level<N>`, `splitkv.sstables`,
+    /// `splitkv.total-sst-bytes`, `splitkv.memtable-bytes`, `splitkv.last-sequence`,
+    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`.
+    pub fn property(&self, name: &str) -> Option<String> {
+        match name {
+            "splitkv.stats" => Some(self.stats().to_string()),
+            "splitkv.last-sequence" => Some(self.inner.last_sequence.load(Ordering::Acquire).to_string()),
+            "splitkv.vlog-bytes" => Some(self.stats().vlog_bytes().to_string()),
+            "splitkv.write-amplification" => Some(format!("{:.3}", self.stats().write_amplification())),
+            _ => self.inner.index.property(name),
+        }
+    }
 }
 
-/// Cursor over the database (both directions).
-pub struct DbIterator {}
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.inner.index.shutdown();
+        let _ = self.inner.vlog.flush_buffer();
+    }
+}
+
+fn remove_temp_files(fs: &dyn FileSystem, dir: &Path) {
+    if let Ok(names) = fs.list(dir) {
+        for name in names {
+            if parse_file_name(&name) == Some(FileKind::Temp) {
+                let _ = fs.remove(&dir.join(name));
+            }
+        }
+    }
+}
+
+/// Copies an error for the other members of a failed write group.
+fn share_error(e: &Error) -> Error {
+    match e {
+        Error::Poisoned(m) => Error::Poisoned(m.clone()),
+        Error::Closed => Error::Closed,
+        other => Error::Poisoned(other.to_string()),
+    }
+}
+
+impl DbInner {
+    fn read_sequence(&self, opts: &ReadOptions) -> SequenceNumber {
+        match &opts.snapshot {
+            Some(s) => s.sequence(),
+            None => SequenceNumber(self.last_sequence.load(Ordering::Acquire)),
+        }
+    }
+
+    fn read_pointer(&self, ptr: &ValuePointer, key: &[u8]) -> Result<Bytes> {
+        Counters::add(&self.counters.vlog_reads, 1);
+        self.vlog.read(ptr, key)
+    }
+
+    fn cursor(self: &Arc<Self>, opts: ReadOptions) -> Result<DbIterator> {
+        let seq = self.read_sequence(&opts);
+        let inner = self.index.iter(opts.fill_cache)?;
+        Ok(DbIterator {
+            iter: DbIter::new(inner, seq, opts.lower_bound.clone(), opts.upper_bound.clone()),
+            db: Arc::clone(self),
+            value: Bytes::new(),
+            _snapshot: opts.snapshot,
+        })
+    }
+
+    fn check_poisoned(&self) -> Result<()> {
+        match &*self.poisoned.lock() {
+            Some(reason) => Err(Error::Poisoned(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues a write and either waits for a leader to do it or leads a group itself.
+    fn submit(&self, write: PendingWrite) -> Result<()> {
+        let me = Arc::new(write);
+        let mut queue = self.writers.lock();
+        queue.push_back(Arc::clone(&me));
+        loop {
+            if let Some(result) = me.result.lock().take() {
+                return result;
+            }
+            if queue.front().is_some_and(|front| Arc::ptr_eq(front, &me)) {
+                break;
+            }
+            me.cv.wait(&mut queue);
+        }
+
+        // Leader. Other writers keep queueing behind us while we work without the queue lock.
+        let room = self.check_poisoned().and_then(|()| self.index.make_room(me.force_flush));
+        let group: Vec<Arc<PendingWrite>> = if room.is_err() {
+            vec![Arc::clone(&me)]
+        } else {
+            let mut bytes = 0;
+            let mut group = Vec::new();
+            for w in queue.iter() {
+                // A group never waits for a sync it was not asked for, and a flush request
+                // leads its own group.
+                if !group.is_empty() && ((w.sync && !me.sync) || w.force_flush || bytes > MAX_GROUP_BYTES) {
+                    break;
+                }
+                bytes += w.batch.payload_bytes();
+                group.push(Arc::clone(w));
+            }
+            group
+        };
+        drop(queue);
+
+        let result = room.and_then(|()| self.write_group(&group));
+        let mut queue = self.writers.lock();
+        for w in &group {
+            let popped = queue.pop_front();
+            debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
+            if !Arc::ptr_eq(w, &me) {
+                *w.result.lock() = Some(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(share_error(e)),
+                });
+                w.cv.notify_one();
+            }
+        }
+        if let Some(next) = queue.front() {
+            next.cv.notify_one();
+        }
+        result
+    }
+
+    /// Appends a group to the value log, syncs if asked, applies it to the index and publishes it.
+    fn write_group(&self, group: &[Arc<PendingWrite>]) -> Result<()> {
+        let threshold = self.options.value_threshold;
+        let mut seq = self.last_sequence.load(Ordering::Acquire);
+        let mut index_records = Vec::new();
+        let mut records = Vec::new();
+        let mut sync = false;
+        let mut user_bytes = 0u64;
+        let outcome = (|| -> Result<()> {
+            for w in group {
+                sync |= w.sync;
+                if w.batch.is_empty() {
+                    continue;
+                }
+                records.clear();
+                for op in w.batch.ops() {
+                    seq += 1;
+                    let (kind, value) = match op {
+                        BatchOp::Put { value, .. } => (RecordKind::Put, value.as_slice()),
+                        BatchOp::Delete { .. } => (RecordKind::Delete, &[][..]),
+                    };
+                    records.push(RecordRef { seq: SequenceNumber(seq), kind, key: op.key(), value });
+                }
+                let pointers = self.vlog.append_batch(&records)?;
+                user_bytes += w.batch.payload_bytes() as u64;
+                for (rec, ptr) in records.iter().zip(pointers) {
+                    let (kind, value) = match rec.kind {
+                        RecordKind::Delete => (ValueKind::Deletion, Bytes::new()),
+                        RecordKind::Put if rec.value.len() >= threshold => (ValueKind::Pointer, Bytes::from(ptr.encode())),
+                        RecordKind::Put => (ValueKind::Inline, Bytes::copy_from_slice(rec.value)),
+                    };
+                    index_records.push(IndexRecord { user_key: rec.key, seq: rec.seq, kind, value, log_pointer: ptr });
+                }
+            }
+            if sync {
+                self.vlog.sync()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = outcome {
+            // The log may hold part of the group; the on-disk state is unknown from here on.
+            let reason = e.to_string();
+            self.poisoned.lock().get_or_insert(reason);
+            return Err(e);
+        }
+        self.index.apply(&index_records);
+        Counters::add(&self.counters.user_bytes_written, user_bytes);
+        self.last_sequence.store(seq, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// A cursor over the database in key order, both directions.
+///
+/// Unpositioned when created; movement returns errors (I/O, corruption) instead of hiding them.
+/// Values in the value log are read when the cursor lands on their key.
+pub struct DbIterator {
+    iter: DbIter<Box<dyn InternalIterator>>,
+    db: Arc<DbInner>,
+    value: Bytes,
+    _snapshot: Option<Snapshot>,
+}
+
 impl DbIterator {
-    pub fn valid(&self) -> bool { todo!() }
-    pub fn seek_to_first(&mut self) -> Result<()> { todo!() }
-    pub fn seek_to_last(&mut self) -> Result<()> { todo!() }
-    pub fn seek(&mut self, key: impl AsRef<[u8]>) -> Result<()> { todo!() }
-    pub fn next(&mut self) -> Result<()> { todo!() }
-    pub fn prev(&mut self) -> Result<()> { todo!() }
-    pub fn key(&self) -> &[u8] { todo!() }
-    pub fn value(&self) -> &[u8] { todo!() }
+    /// True if positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.iter.valid()
+    }
+
+    /// Positions on the first key.
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.iter.seek_to_first()?;
+        self.load_value()
+    }
+
+    /// Positions on the last key.
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.iter.seek_to_last()?;
+        self.load_value()
+    }
+
+    /// Positions on the first key `>= key`.
+    pub fn seek(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.iter.seek(key.as_ref())?;
+        self.load_value()
+    }
+
+    /// Moves to the next key.
+    pub fn next(&mut self) -> Result<()> {
+        self.iter.next()?;
+        self.load_value()
+    }
+
+    /// Moves to the previous key.
+    pub fn prev(&mut self) -> Result<()> {
+        self.iter.prev()?;
+        self.load_value()
+    }
+
+    /// The current key.
+    pub fn key(&self) -> &[u8] {
+        self.iter.key()
+    }
+
+    /// The current value.
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    fn load_value(&mut self) -> Result<()> {
+        if !self.iter.valid() {
+            self.value = Bytes::new();
+            return Ok(());
+        }
+        self.value = match self.iter.value_kind() {
+            ValueKind::Pointer => {
+                let ptr = ValuePointer::decode(self.iter.raw_value())
+                    .ok_or_else(|| Error::corruption(&self.db.dir, 0, "malformed value pointer"))?;
+                self.db.read_pointer(&ptr, self.iter.key())?
+            }
+            _ => Bytes::copy_from_slice(self.iter.raw_value()),
+        };
+        Ok(())
+    }
 }
 
-/// Owning forward iterator over a key range.
-pub struct RangeIter {}
+/// An owning iterator over a key range, yielding `Result<(key, value)>` in key order.
+///
+/// After an error it yields that error once and then ends.
+pub struct RangeIter {
+    cursor: DbIterator,
+    start: Option<Bound<Vec<u8>>>,
+    end: Bound<Vec<u8>>,
+    done: bool,
+}
+
+impl RangeIter {
+    fn advance(&mut self) -> Result<()> {
+        match self.start.take() {
+            None => self.cursor.next(),
+            Some(Bound::Unbounded) => self.cursor.seek_to_first(),
+            Some(Bound::Included(k)) => self.cursor.seek(&k),
+            Some(Bound::Excluded(k)) => {
+                self.cursor.seek(&k)?;
+                if self.cursor.valid() && self.cursor.key() == k.as_slice() {
+                    self.cursor.next()?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 impl Iterator for RangeIter {
     type Item = Result<(Bytes, Bytes)>;
-    fn next(&mut self) -> Option<Self::Item> { todo!() }
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if let Err(e) = self.advance() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        if !self.cursor.valid() {
+            self.done = true;
+            return None;
+        }
+        let key = self.cursor.key();
+        let past_end = match &self.end {
+            Bound::Included(end) => key > end.as_slice(),
+            Bound::Excluded(end) => key >= end.as_slice(),
+            Bound::Unbounded => false,
+        };
+        if past_end {
+            self.done = true;
+            return None;
+        }
+        Some(Ok((Bytes::copy_from_slice(key), self.cursor.value.clone())))
+    }
 }

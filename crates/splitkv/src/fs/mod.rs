@@ -21,7 +21,7 @@ mod os;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use fault::{FaultInjectingFileSystem, FaultKind};
+pub use fault::{Fault, FaultInjectingFileSystem, FaultKind};
 pub use mem::MemFileSystem;
 pub use os::OsFileSystem;
 
