@@ -1,0 +1,128 @@
+//! Cursor and range iteration: both directions, seeks, bounds, snapshots, data spread over
+//! memtable, L0 and deeper levels.
+
+mod common;
+
+use common::{dump, key, small_options, value_for, THRESHOLDS};
+use splitkv::{Db, ReadOptions, Result};
+
+fn populated(dir: &std::path::Path, threshold: usize) -> Result<Db> {
+    let db = Db::open(dir, small_options(threshold))?;
+    for i in (0..600).step_by(2) {
+        db.put(key(i), value_for(i, 900))?;
+    }
+    db.flush()?;
+    db.compact_range(None, None)?;
+    for i in (1..600).step_by(4) {
+        db.put(key(i), value_for(i, 1500))?;
+    }
+    db.flush()?;
+    for i in (0..600).step_by(10) {
+        db.delete(key(i))?;
+    }
+    db.put(key(1), b"latest")?;
+    Ok(db)
+}
+
+fn expected() -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    for i in 0..600u64 {
+        if i == 1 {
+            out.push((key(i), b"latest".to_vec()));
+        } else if i % 2 == 0 && i % 10 != 0 {
+            out.push((key(i), value_for(i, 900)));
+        } else if i % 4 == 1 {
+            out.push((key(i), value_for(i, 1500)));
+        }
+    }
+    out
+}
+
+#[test]
+fn cursor_walks_forward_and_backward() -> Result<()> {
+    for t in THRESHOLDS {
+        let dir = tempfile::tempdir()?;
+        let db = populated(dir.path(), t)?;
+        let want = expected();
+        assert_eq!(dump(&db), want, "threshold {t}");
+
+        let mut it = db.iter(ReadOptions::default())?;
+        it.seek_to_last()?;
+        let mut backward = Vec::new();
+        while it.valid() {
+            backward.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev()?;
+        }
+        backward.reverse();
+        assert_eq!(backward, want, "threshold {t}");
+
+        // Seek lands on the first key >= target, and direction switches work mid-stream.
+        it.seek(key(21))?;
+        assert_eq!(it.key(), key(22));
+        it.prev()?;
+        assert_eq!(it.key(), key(18));
+        it.next()?;
+        assert_eq!(it.key(), key(22));
+        it.seek(b"zzz")?;
+        assert!(!it.valid());
+    }
+    Ok(())
+}
+
+#[test]
+fn bounds_and_ranges_limit_the_view() -> Result<()> {
+    for t in THRESHOLDS {
+        let dir = tempfile::tempdir()?;
+        let db = populated(dir.path(), t)?;
+        let want: Vec<_> = expected().into_iter().filter(|(k, _)| k >= &key(100) && k < &key(200)).collect();
+        let got: Vec<_> = db
+            .range(key(100)..key(200))?
+            .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .collect::<Result<_>>()?;
+        assert_eq!(got, want, "threshold {t}");
+
+        let inclusive: Vec<_> = db.range(key(102)..=key(106))?.map(|r| r.map(|(k, _)| k.to_vec())).collect::<Result<_>>()?;
+        assert_eq!(inclusive, vec![key(102), key(104), key(105), key(106)]);
+
+        let opts = ReadOptions { lower_bound: Some(key(100)), upper_bound: Some(key(200)), ..ReadOptions::default() };
+        let mut it = db.iter(opts)?;
+        it.seek_to_last()?;
+        assert_eq!(it.key(), want.last().unwrap().0.as_slice());
+        it.seek_to_first()?;
+        assert_eq!(it.key(), want[0].0.as_slice());
+        it.prev()?;
+        assert!(!it.valid(), "moved below the lower bound");
+    }
+    Ok(())
+}
+
+#[test]
+fn iterators_read_their_snapshot_despite_later_writes() -> Result<()> {
+    for t in THRESHOLDS {
+        let dir = tempfile::tempdir()?;
+        let db = populated(dir.path(), t)?;
+        let before = dump(&db);
+        let snap = db.snapshot();
+        let mut it = db.iter(ReadOptions::default())?;
+        for i in 0..600 {
+            db.put(key(i), b"overwritten")?;
+        }
+        db.flush()?;
+        db.compact_range(None, None)?;
+        it.seek_to_first()?;
+        let mut seen = Vec::new();
+        while it.valid() {
+            seen.push((it.key().to_vec(), it.value().to_vec()));
+            it.next()?;
+        }
+        assert_eq!(seen, before, "threshold {t}: open iterator saw later writes");
+        let at_snap = ReadOptions { snapshot: Some(snap), ..ReadOptions::default() };
+        let snap_view: Vec<_> = db
+            .range_opt::<&[u8], _>(at_snap, ..)?
+            .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .collect::<Result<_>>()?;
+        assert_eq!(snap_view, before);
+        assert_eq!(dump(&db).len(), 600);
+    }
+    Ok(())
+}
