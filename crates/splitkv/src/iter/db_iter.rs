@@ -53,12 +53,7 @@ fn unparsable(ikey: &[u8]) -> Error {
 impl<I: InternalIterator> DbIter<I> {
     /// Reads `inner` as of `sequence`, showing user keys in `[lower_bound, upper_bound)`.
     /// Starts unpositioned.
-    pub fn new(
-        inner: I,
-        sequence: SequenceNumber,
-        lower_bound: Option<Vec<u8>>,
-        upper_bound: Option<Vec<u8>>,
-    ) -> Self {
+    pub fn new(inner: I, sequence: SequenceNumber, lower_bound: Option<Vec<u8>>, upper_bound: Option<Vec<u8>>) -> Self {
         DbIter {
             inner,
             sequence: SequenceNumber(sequence.0.min(MAX_SEQUENCE)),
@@ -156,6 +151,9 @@ impl<I: InternalIterator> DbIter<I> {
     }
 
     /// Moves to the next visible key.
+    // Named like the cursor methods of `InternalIterator`; a std `Iterator` adapter (yielding
+    // owned, resolved entries) belongs to the layer that resolves value pointers.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<()> {
         debug_assert!(self.valid);
         if !self.valid {
@@ -322,14 +320,10 @@ mod tests {
     }
 
     type Shown = (Vec<u8>, ValueKind, Vec<u8>);
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
     /// What a reader at `sequence` within the bounds must see, in key order.
-    fn model(
-        versions: &[Version],
-        sequence: u64,
-        lower: Option<&[u8]>,
-        upper: Option<&[u8]>,
-    ) -> Vec<Shown> {
+    fn model(versions: &[Version], sequence: u64, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Vec<Shown> {
         let mut newest: BTreeMap<&[u8], &Version> = BTreeMap::new();
         for version in versions.iter().filter(|v| v.sequence <= sequence) {
             let slot = newest.entry(&version.user_key).or_insert(version);
@@ -349,9 +343,9 @@ mod tests {
     }
 
     /// Spreads sorted `entries` over files with empty files mixed in, behind a LevelIterator.
-    fn level_of(mut entries: Vec<(Vec<u8>, Vec<u8>)>, rng: &mut SmallRng) -> LevelIterator {
+    fn level_of(mut entries: Entries, rng: &mut SmallRng) -> LevelIterator {
         entries.sort_by(|a, b| crate::types::compare_internal_keys(&a.0, &b.0));
-        let mut contents: HashMap<u64, Vec<(Vec<u8>, Vec<u8>)>> = HashMap::new();
+        let mut contents: HashMap<u64, Entries> = HashMap::new();
         let mut files = Vec::new();
         let mut rest = entries.as_slice();
         let mut last_largest = entries.first().map(|e| e.0.clone()).unwrap_or_default();
@@ -414,7 +408,7 @@ mod tests {
         }
 
         let children_count = rng.gen_range(1..=5);
-        let mut parts: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); children_count];
+        let mut parts: Vec<Entries> = vec![Vec::new(); children_count];
         for version in &versions {
             parts[rng.gen_range(0..children_count)].push(version.entry());
         }
@@ -436,7 +430,8 @@ mod tests {
         let lower = rng.gen_bool(0.3).then(|| random_user_key(&mut rng));
         let upper = rng.gen_bool(0.3).then(|| random_user_key(&mut rng));
         let expected = model(&versions, sequence, lower.as_deref(), upper.as_deref());
-        let mut it = DbIter::new(MergingIterator::new(children), SequenceNumber(sequence), lower.clone(), upper.clone());
+        let mut it =
+            DbIter::new(MergingIterator::new(children), SequenceNumber(sequence), lower.clone(), upper.clone());
 
         // Model cursor: index into `expected`, `None` when invalid.
         let mut cursor: Option<usize> = None;
@@ -684,12 +679,8 @@ mod tests {
         bad_kind[kind_byte] = 0x7f;
 
         // A bad kind byte after a good key: reached by next() and by seek_to_last().
-        let mut it = DbIter::new(
-            VecIterator::new(vec![good.clone(), (bad_kind, b"x".to_vec())]),
-            SequenceNumber(5),
-            None,
-            None,
-        );
+        let mut it =
+            DbIter::new(VecIterator::new(vec![good.clone(), (bad_kind, b"x".to_vec())]), SequenceNumber(5), None, None);
         it.seek_to_first()?;
         assert_eq!(current(&it), pair("a", "a"));
         assert!(it.next().unwrap_err().is_corruption());
@@ -729,9 +720,8 @@ mod tests {
     fn level_with_broken_file() -> LevelIterator {
         let key = internal_key(b"b", SequenceNumber(1), ValueKind::Inline);
         let file = LevelFile { id: 3, size: 10, smallest: key.clone(), largest: key };
-        let open: LevelFileOpener = Arc::new(|file: &LevelFile| {
-            Err(Error::corruption(format!("{}.sst", file.id), 12, "bad block checksum"))
-        });
+        let open: LevelFileOpener =
+            Arc::new(|file: &LevelFile| Err(Error::corruption(format!("{}.sst", file.id), 12, "bad block checksum")));
         LevelIterator::new(vec![file], open)
     }
 }

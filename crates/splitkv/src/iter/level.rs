@@ -196,6 +196,8 @@ mod tests {
     use crate::types::{internal_key, SequenceNumber, ValueKind};
     use crate::Error;
 
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
     fn ikey(user: &str, seq: u64) -> Vec<u8> {
         internal_key(user.as_bytes(), SequenceNumber(seq), ValueKind::Inline)
     }
@@ -243,12 +245,10 @@ mod tests {
     /// still claim a key range, as a file emptied by filtering might). Returns the level and the
     /// counter of open files.
     fn level(files: &[(&str, &str, &[&str])], broken_file: Option<u64>) -> (LevelIterator, Arc<AtomicUsize>) {
-        let contents: HashMap<u64, Vec<(Vec<u8>, Vec<u8>)>> = files
+        let contents: HashMap<u64, Entries> = files
             .iter()
             .enumerate()
-            .map(|(id, (_, _, keys))| {
-                (id as u64, keys.iter().map(|k| (ikey(k, 1), k.as_bytes().to_vec())).collect())
-            })
+            .map(|(id, (_, _, keys))| (id as u64, keys.iter().map(|k| (ikey(k, 1), k.as_bytes().to_vec())).collect()))
             .collect();
         let level_files = files
             .iter()

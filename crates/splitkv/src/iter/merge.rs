@@ -79,9 +79,7 @@ impl MergingIterator {
                 continue;
             }
             largest = match largest {
-                Some(best)
-                    if compare_internal_keys(child.key(), self.children[best].key()) != Ordering::Greater =>
-                {
+                Some(best) if compare_internal_keys(child.key(), self.children[best].key()) != Ordering::Greater => {
                     Some(best)
                 }
                 _ => Some(index),

@@ -54,8 +54,7 @@ impl InternalIterator for VecIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.position =
-            self.entries.partition_point(|(key, _)| compare_internal_keys(key, target) == Ordering::Less);
+        self.position = self.entries.partition_point(|(key, _)| compare_internal_keys(key, target) == Ordering::Less);
         Ok(())
     }
 
