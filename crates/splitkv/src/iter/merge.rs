@@ -1,1 +1,416 @@
-//! Placeholder.
+//! A k-way merge of several [`InternalIterator`]s into one ordered cursor.
+//!
+//! Each read (point or scan) merges the memtables, every L0 file and one iterator per deeper
+//! level: a couple of dozen children at most, so the current child is found by a linear scan
+//! rather than a heap; the scan is simpler to keep correct across direction changes.
+//!
+//! Invariants:
+//! - Moving forward, every valid child is positioned at its first entry `>=` the current key;
+//!   moving backward, at its last entry `<=` the current key.
+//! - Entries with identical internal keys in several children are yielded in child order when
+//!   moving forward (lower index first) and in reverse child order when moving backward, so a
+//!   backward walk is exactly the reverse of a forward walk. Direction switches preserve this.
+//!
+//! After a child returns an error the merged iterator is invalid and must be re-seeked.
+//! Exclusively owned (`&mut self`); `Send` because every child is.
+
+use std::cmp::Ordering;
+
+use crate::iter::InternalIterator;
+use crate::types::compare_internal_keys;
+use crate::Result;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// Merges children that are each sorted by [`compare_internal_keys`].
+pub struct MergingIterator {
+    children: Vec<Box<dyn InternalIterator>>,
+    /// Index of the child holding the current entry, `None` when exhausted.
+    current: Option<usize>,
+    direction: Direction,
+}
+
+impl MergingIterator {
+    /// Merges `children`; the result starts unpositioned.
+    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+        MergingIterator { children, current: None, direction: Direction::Forward }
+    }
+
+    /// Number of merged children.
+    pub fn num_children(&self) -> usize {
+        self.children.len()
+    }
+
+    /// Runs a movement; an error leaves the merged iterator invalid rather than half-moved.
+    fn guarded(&mut self, movement: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
+        let result = movement(self);
+        if result.is_err() {
+            self.current = None;
+        }
+        result
+    }
+
+    /// Strict `Less` keeps the lowest-indexed child among equal keys.
+    fn find_smallest(&mut self) {
+        let mut smallest: Option<usize> = None;
+        for (index, child) in self.children.iter().enumerate() {
+            if !child.valid() {
+                continue;
+            }
+            smallest = match smallest {
+                Some(best) if compare_internal_keys(child.key(), self.children[best].key()) != Ordering::Less => {
+                    Some(best)
+                }
+                _ => Some(index),
+            };
+        }
+        self.current = smallest;
+    }
+
+    /// Scans from the back with strict `Greater`, so among equal keys the highest index wins.
+    fn find_largest(&mut self) {
+        let mut largest: Option<usize> = None;
+        for (index, child) in self.children.iter().enumerate().rev() {
+            if !child.valid() {
+                continue;
+            }
+            largest = match largest {
+                Some(best) if compare_internal_keys(child.key(), self.children[best].key()) != Ordering::Greater => {
+                    Some(best)
+                }
+                _ => Some(index),
+            };
+        }
+        self.current = largest;
+    }
+
+    fn seek_all(&mut self, movement: impl Fn(&mut dyn InternalIterator) -> Result<()>) -> Result<()> {
+        for child in &mut self.children {
+            movement(child.as_mut())?;
+        }
+        Ok(())
+    }
+
+    /// Positions `child` past every entry equal to `key` (it was just sought to `key`).
+    fn skip_equal(child: &mut dyn InternalIterator, key: &[u8]) -> Result<()> {
+        while child.valid() && compare_internal_keys(child.key(), key) == Ordering::Equal {
+            child.next()?;
+        }
+        Ok(())
+    }
+
+    fn next_impl(&mut self) -> Result<()> {
+        let Some(current) = self.current else {
+            return Ok(());
+        };
+        if self.direction == Direction::Reverse {
+            // Children were at their last entry <= key(); move each to the first entry that
+            // follows the current one in forward order: equal keys count only in later children.
+            let key = self.children[current].key().to_vec();
+            for (index, child) in self.children.iter_mut().enumerate() {
+                if index == current {
+                    continue;
+                }
+                child.seek(&key)?;
+                if index < current {
+                    Self::skip_equal(child.as_mut(), &key)?;
+                }
+            }
+            self.direction = Direction::Forward;
+        }
+        self.children[current].next()?;
+        self.find_smallest();
+        Ok(())
+    }
+
+    fn prev_impl(&mut self) -> Result<()> {
+        let Some(current) = self.current else {
+            return Ok(());
+        };
+        if self.direction == Direction::Forward {
+            // Children were at their first entry >= key(); move each to the last entry that
+            // precedes the current one in forward order: equal keys count only in earlier children.
+            let key = self.children[current].key().to_vec();
+            for (index, child) in self.children.iter_mut().enumerate() {
+                if index == current {
+                    continue;
+                }
+                child.seek(&key)?;
+                if index < current {
+                    Self::skip_equal(child.as_mut(), &key)?;
+                }
+                if child.valid() {
+                    child.prev()?;
+                } else {
+                    child.seek_to_last()?;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.children[current].prev()?;
+        self.find_largest();
+        Ok(())
+    }
+}
+
+impl InternalIterator for MergingIterator {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.guarded(|merged| {
+            merged.seek_all(|child| child.seek_to_first())?;
+            merged.direction = Direction::Forward;
+            merged.find_smallest();
+            Ok(())
+        })
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.guarded(|merged| {
+            merged.seek_all(|child| child.seek_to_last())?;
+            merged.direction = Direction::Reverse;
+            merged.find_largest();
+            Ok(())
+        })
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.guarded(|merged| {
+            merged.seek_all(|child| child.seek(target))?;
+            merged.direction = Direction::Forward;
+            merged.find_smallest();
+            Ok(())
+        })
+    }
+
+    fn next(&mut self) -> Result<()> {
+        debug_assert!(self.valid());
+        self.guarded(Self::next_impl)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        debug_assert!(self.valid());
+        self.guarded(Self::prev_impl)
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.map_or(&[], |current| self.children[current].key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.map_or(&[], |current| self.children[current].value())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::iter::vec::VecIterator;
+    use crate::types::{internal_key, SequenceNumber, ValueKind};
+    use crate::Error;
+
+    fn ikey(user: &str, seq: u64) -> Vec<u8> {
+        internal_key(user.as_bytes(), SequenceNumber(seq), ValueKind::Inline)
+    }
+
+    fn child(entries: &[(&str, u64, &str)]) -> Box<dyn InternalIterator> {
+        Box::new(VecIterator::new(
+            entries.iter().map(|&(user, seq, value)| (ikey(user, seq), value.as_bytes().to_vec())).collect(),
+        ))
+    }
+
+    fn values_forward(it: &mut dyn InternalIterator) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        it.seek_to_first()?;
+        while it.valid() {
+            out.push(String::from_utf8_lossy(it.value()).into_owned());
+            it.next()?;
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn merges_in_internal_key_order() -> Result<()> {
+        let mut merged = MergingIterator::new(vec![
+            child(&[("a", 3, "a3"), ("c", 1, "c1")]),
+            child(&[("a", 5, "a5"), ("b", 2, "b2")]),
+            child(&[]),
+            child(&[("a", 1, "a1"), ("d", 9, "d9")]),
+        ]);
+        assert_eq!(values_forward(&mut merged)?, ["a5", "a3", "a1", "b2", "c1", "d9"]);
+        merged.seek_to_last()?;
+        let mut backward = Vec::new();
+        while merged.valid() {
+            backward.push(String::from_utf8_lossy(merged.value()).into_owned());
+            merged.prev()?;
+        }
+        assert_eq!(backward, ["d9", "c1", "b2", "a1", "a3", "a5"]);
+        Ok(())
+    }
+
+    #[test]
+    fn prev_next_interleave_with_one_user_key_in_every_child() -> Result<()> {
+        let mut merged = MergingIterator::new(vec![
+            child(&[("k", 4, "k4"), ("z", 1, "z1")]),
+            child(&[("k", 6, "k6"), ("k", 2, "k2")]),
+            child(&[("a", 1, "a1"), ("k", 5, "k5"), ("k", 1, "k1")]),
+        ]);
+        let expected = ["a1", "k6", "k5", "k4", "k2", "k1", "z1"];
+        assert_eq!(values_forward(&mut merged)?, expected);
+        // Zig-zag through the run of equal user keys: each switch must land on a neighbour.
+        merged.seek(&ikey("k", 5))?;
+        assert_eq!(merged.value(), b"k5");
+        merged.prev()?;
+        assert_eq!(merged.value(), b"k6");
+        merged.next()?;
+        assert_eq!(merged.value(), b"k5");
+        merged.next()?;
+        assert_eq!(merged.value(), b"k4");
+        merged.prev()?;
+        assert_eq!(merged.value(), b"k5");
+        merged.next()?;
+        merged.next()?;
+        merged.next()?;
+        assert_eq!(merged.value(), b"k1");
+        merged.prev()?;
+        assert_eq!(merged.value(), b"k2");
+        merged.prev()?;
+        merged.prev()?;
+        merged.prev()?;
+        merged.prev()?;
+        assert_eq!(merged.value(), b"a1");
+        merged.prev()?;
+        assert!(!merged.valid());
+        Ok(())
+    }
+
+    #[test]
+    fn identical_keys_in_several_children_reverse_exactly() -> Result<()> {
+        // The same internal key in three children (e.g. a value rewritten without a new
+        // sequence): forward yields children in order, backward in reverse, switches agree.
+        let mut merged = MergingIterator::new(vec![
+            child(&[("k", 1, "first")]),
+            child(&[("k", 1, "second")]),
+            child(&[("k", 1, "third"), ("m", 1, "m")]),
+        ]);
+        assert_eq!(values_forward(&mut merged)?, ["first", "second", "third", "m"]);
+        merged.seek_to_first()?;
+        merged.next()?;
+        assert_eq!(merged.value(), b"second");
+        merged.prev()?;
+        assert_eq!(merged.value(), b"first");
+        merged.next()?;
+        merged.next()?;
+        assert_eq!(merged.value(), b"third");
+        merged.prev()?;
+        assert_eq!(merged.value(), b"second");
+        merged.next()?;
+        assert_eq!(merged.value(), b"third");
+        merged.next()?;
+        assert_eq!(merged.value(), b"m");
+        merged.prev()?;
+        merged.prev()?;
+        assert_eq!(merged.value(), b"second");
+        Ok(())
+    }
+
+    /// Random walks over a merge compared with a single sorted list of the same entries.
+    #[test]
+    fn random_walks_match_single_sorted_list() -> Result<()> {
+        for seed in 0..200u64 {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let children_count = rng.gen_range(1..6);
+            let mut parts: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); children_count];
+            let mut all = Vec::new();
+            for seq in 1..rng.gen_range(1..60u64) {
+                let user = format!("{:02}", rng.gen_range(0..15));
+                let entry = (ikey(&user, seq), format!("{user}@{seq}").into_bytes());
+                parts[rng.gen_range(0..children_count)].push(entry.clone());
+                all.push(entry);
+            }
+            let mut merged =
+                MergingIterator::new(parts.into_iter().map(|p| Box::new(VecIterator::new(p)) as _).collect());
+            let mut reference = VecIterator::new(all);
+            for step in 0..100 {
+                let op = rng.gen_range(0..10);
+                match op {
+                    0 => {
+                        merged.seek_to_first()?;
+                        reference.seek_to_first()?;
+                    }
+                    1 => {
+                        merged.seek_to_last()?;
+                        reference.seek_to_last()?;
+                    }
+                    2 | 3 => {
+                        let target = ikey(&format!("{:02}", rng.gen_range(0..16)), rng.gen_range(0..60));
+                        merged.seek(&target)?;
+                        reference.seek(&target)?;
+                    }
+                    4..=6 if reference.valid() => {
+                        merged.next()?;
+                        reference.next()?;
+                    }
+                    _ if reference.valid() => {
+                        merged.prev()?;
+                        reference.prev()?;
+                    }
+                    _ => continue,
+                }
+                assert_eq!(merged.valid(), reference.valid(), "seed {seed} step {step} op {op}");
+                assert_eq!(merged.key(), reference.key(), "seed {seed} step {step} op {op}");
+                assert_eq!(merged.value(), reference.value(), "seed {seed} step {step} op {op}");
+            }
+        }
+        Ok(())
+    }
+
+    /// A child that fails every movement, standing in for an unreadable file.
+    struct FailingIterator;
+
+    impl InternalIterator for FailingIterator {
+        fn valid(&self) -> bool {
+            false
+        }
+        fn seek_to_first(&mut self) -> Result<()> {
+            Err(Error::corruption("broken.sst", 7, "bad block"))
+        }
+        fn seek_to_last(&mut self) -> Result<()> {
+            self.seek_to_first()
+        }
+        fn seek(&mut self, _: &[u8]) -> Result<()> {
+            self.seek_to_first()
+        }
+        fn next(&mut self) -> Result<()> {
+            self.seek_to_first()
+        }
+        fn prev(&mut self) -> Result<()> {
+            self.seek_to_first()
+        }
+        fn key(&self) -> &[u8] {
+            &[]
+        }
+        fn value(&self) -> &[u8] {
+            &[]
+        }
+    }
+
+    #[test]
+    fn child_errors_propagate_and_invalidate() {
+        let mut merged = MergingIterator::new(vec![child(&[("a", 1, "a1")]), Box::new(FailingIterator)]);
+        assert!(merged.seek_to_first().unwrap_err().is_corruption());
+        assert!(!merged.valid());
+        assert!(merged.seek(&ikey("a", 1)).is_err());
+        assert!(merged.seek_to_last().is_err());
+        assert!(!merged.valid());
+    }
+}

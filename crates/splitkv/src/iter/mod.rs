@@ -5,6 +5,11 @@
 //! [`crate::types::compare_internal_keys`] order. Movement returns `Result` so that I/O and
 //! corruption errors surface where they happen instead of being stored and forgotten.
 
+pub mod db_iter;
+pub mod level;
+pub mod merge;
+pub mod vec;
+
 /// A bidirectional cursor over internal-key-ordered entries.
 ///
 /// After any movement the iterator is either positioned on an entry (`valid()`) or exhausted.
