@@ -1,1 +1,351 @@
-//! vlog (under construction).
+//! The value log: the database's only log, holding every write (puts with inline or separated
+//! values, and deletes) in append order, and the home of separated values (WiscKey).
+//!
+//! The log is a sequence of fixed-size segment files with increasing [`SegmentId`]s. Appends are
+//! whole batches, encoded straight into a user-space buffer and handed to the OS when it fills or
+//! on [`ValueLog::flush_buffer`] / [`ValueLog::sync`]. A batch never spans segments: if it does
+//! not fit in the active segment's remaining space the log rotates first (fsyncing the old
+//! segment), and a batch larger than a segment gets a segment of its own. Recovery
+//! ([`ValueLog::replay`]) hands complete batches back to the caller and truncates a torn tail of
+//! the last segment; anything else that fails validation is [`Error::Corruption`]. Byte layouts
+//! and the torn-tail rule are specified in `docs/format/vlog.md`.
+//!
+//! Invariants: records are immutable once appended; a [`ValuePointer`] handed out stays readable
+//! until its segment is removed; after a failed write or fsync the log is poisoned and refuses
+//! appends and syncs (reads keep working).
+//!
+//! Thread-safety: [`ValueLog`] is `Send + Sync`. Appends, flushes and syncs serialize on one
+//! mutex. Reads of flushed bytes take only a short read lock on the segment map and then `pread`
+//! without any lock; only a read of bytes still in the write buffer takes the writer mutex.
+//! Dropping the log without [`ValueLog::sync`] loses buffered appends, exactly like a crash.
+
+pub mod gc;
+mod record;
+mod replay;
+mod segment;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+
+pub use record::{RecordKind, RecordRef, FLAG_BATCH_END, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC};
+pub use segment::{scan_segment, SegmentScan};
+
+use record::{check_body, decode_record_header, encode_record, header_bytes, record_len, RecordHeader};
+use segment::{read_segment_header, Segment};
+use writer::Writer;
+
+use crate::error::{Error, Result};
+use crate::filenames::{parse_file_name, segment_file, FileKind};
+use crate::fs::FileSystem;
+use crate::types::{LogPosition, SegmentId, SequenceNumber, ValuePointer};
+
+/// Sizing of the value log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VlogOptions {
+    /// Target size of a segment file; only a single oversized batch makes a segment larger.
+    pub segment_size: u64,
+    /// User-space buffer in front of the active segment; appends reach the OS when it fills.
+    pub buffer_size: usize,
+}
+
+impl Default for VlogOptions {
+    fn default() -> Self {
+        VlogOptions { segment_size: 128 << 20, buffer_size: 1 << 20 }
+    }
+}
+
+/// A record read back from the log, with the pointer that addresses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayedRecord {
+    /// Sequence number of the write.
+    pub seq: SequenceNumber,
+    /// Put or delete.
+    pub kind: RecordKind,
+    /// User key.
+    pub key: Vec<u8>,
+    /// Value (empty for deletes).
+    pub value: Vec<u8>,
+    /// Where the record lives.
+    pub pointer: ValuePointer,
+}
+
+/// A segment and its current length (buffered bytes included for the active one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Segment id.
+    pub id: SegmentId,
+    /// Length in bytes, header included.
+    pub len: u64,
+}
+
+/// The value log of one database directory.
+pub struct ValueLog {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    opts: VlogOptions,
+    segments: RwLock<HashMap<SegmentId, Arc<Segment>>>,
+    writer: Mutex<Writer>,
+    bytes_written: AtomicU64,
+}
+
+impl ValueLog {
+    /// Discovers the segment files in `dir` and opens them for reading.
+    ///
+    /// Creates no segment until the first append; new segment ids are greater than every
+    /// existing one, so appends after a restart never touch a recovered segment. A segment whose
+    /// header is damaged is corruption; a newest segment too short to hold its header is left
+    /// for [`ValueLog::replay`] to remove (a crash during its creation).
+    pub fn open(fs: Arc<dyn FileSystem>, dir: &Path, opts: VlogOptions) -> Result<ValueLog> {
+        if opts.segment_size <= SEGMENT_HEADER_LEN + RECORD_HEADER_LEN as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "value-log segment size {} cannot hold a record",
+                opts.segment_size
+            )));
+        }
+        fs.create_dir_all(dir)?;
+        let mut ids: Vec<SegmentId> = fs
+            .list(dir)?
+            .iter()
+            .filter_map(|name| match parse_file_name(name) {
+                Some(FileKind::Segment(id)) => Some(id),
+                _ => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        let mut segments = HashMap::with_capacity(ids.len());
+        for (i, &id) in ids.iter().enumerate() {
+            let path = segment_file(dir, id);
+            let file = fs.open(&path)?;
+            let len = file.len()?;
+            if len >= SEGMENT_HEADER_LEN {
+                read_segment_header(file.as_ref(), &path, Some(id))?;
+            } else if i + 1 != ids.len() {
+                return Err(Error::corruption(&path, 0, "segment is shorter than its header"));
+            }
+            let segment = Segment { id, path, file, len: AtomicU64::new(len), active: AtomicBool::new(false) };
+            segments.insert(id, Arc::new(segment));
+        }
+        let next_id = SegmentId(ids.last().map_or(1, |id| id.0 + 1));
+        Ok(ValueLog {
+            fs,
+            dir: dir.to_path_buf(),
+            opts,
+            segments: RwLock::new(segments),
+            writer: Mutex::new(Writer::new(next_id, opts.buffer_size)),
+            bytes_written: AtomicU64::new(0),
+        })
+    }
+
+    /// Appends a batch atomically and returns one pointer per record.
+    ///
+    /// The records are consecutive in one segment and the last carries the batch-end flag, so
+    /// recovery applies all of them or none. The bytes are buffered; they are durable only after
+    /// [`ValueLog::sync`]. An empty batch appends nothing.
+    pub fn append_batch(&self, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>> {
+        let mut guard = self.writer.lock();
+        let w = &mut *guard;
+        w.check_usable()?;
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut batch_len = 0u64;
+        for rec in records {
+            let len = record_len(rec.key.len(), rec.value.len()).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "record of {} key bytes and {} value bytes exceeds the 4 GiB record limit",
+                    rec.key.len(),
+                    rec.value.len()
+                ))
+            })?;
+            batch_len += u64::from(len);
+        }
+        w.poison_on_error(|w| self.make_room(w, batch_len))?;
+        let Some(active) = w.active.as_ref() else {
+            return Err(Error::Poisoned("value log has no active segment".into()));
+        };
+        let segment = active.segment.id;
+        let mut offset = active.flushed + w.buffer.len() as u64;
+        w.buffer.reserve(usize::try_from(batch_len).unwrap_or(usize::MAX));
+        let mut pointers = Vec::with_capacity(records.len());
+        for (i, rec) in records.iter().enumerate() {
+            let len = encode_record(&mut w.buffer, rec, i + 1 == records.len());
+            pointers.push(ValuePointer { segment, offset, len });
+            offset += u64::from(len);
+        }
+        if w.buffer.len() >= self.opts.buffer_size {
+            let (buffer_size, written) = (self.opts.buffer_size, &self.bytes_written);
+            w.poison_on_error(|w| w.flush(buffer_size, written))?;
+        }
+        Ok(pointers)
+    }
+
+    /// Ensures an active segment with room for `batch_len` more bytes, rotating if needed.
+    fn make_room(&self, w: &mut Writer, batch_len: u64) -> Result<()> {
+        if let Some(active) = &w.active {
+            let len = active.flushed + w.buffer.len() as u64;
+            if len == SEGMENT_HEADER_LEN || len + batch_len <= self.opts.segment_size {
+                return Ok(());
+            }
+            w.seal(self.opts.buffer_size, &self.bytes_written)?;
+        }
+        let segment = w.start_segment(self.fs.as_ref(), &self.dir, &self.bytes_written)?;
+        self.segments.write().insert(segment.id, segment);
+        Ok(())
+    }
+
+    /// Hands buffered appends to the OS and makes the active segment durable.
+    pub fn sync(&self) -> Result<()> {
+        let mut w = self.writer.lock();
+        w.check_usable()?;
+        w.poison_on_error(|w| w.sync(self.opts.buffer_size, &self.bytes_written))
+    }
+
+    /// Hands buffered appends to the OS without waiting for durability.
+    pub fn flush_buffer(&self) -> Result<()> {
+        let mut w = self.writer.lock();
+        w.check_usable()?;
+        w.poison_on_error(|w| w.flush(self.opts.buffer_size, &self.bytes_written))
+    }
+
+    /// Where the next record will start (buffered bytes counted); `(next id, 0)` before the
+    /// first segment exists. If the next batch does not fit, it starts at the head of the next
+    /// segment instead; replaying from this position still covers it.
+    pub fn head(&self) -> LogPosition {
+        self.writer.lock().head()
+    }
+
+    /// Reads the value at `ptr`, verifying that the record there is intact and belongs to `key`.
+    pub fn read(&self, ptr: &ValuePointer, key: &[u8]) -> Result<Bytes> {
+        let (bytes, header, path) = self.fetch(ptr)?;
+        if bytes[header.key_range()] != *key {
+            return Err(Error::corruption(path, ptr.offset, "record key differs from the key looked up"));
+        }
+        Ok(Bytes::from(bytes).slice(header.value_range()))
+    }
+
+    /// Reads and validates the whole record at `ptr`.
+    pub fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord> {
+        let (bytes, header, _) = self.fetch(ptr)?;
+        Ok(ReplayedRecord {
+            seq: header.seq,
+            kind: header.kind,
+            key: bytes[header.key_range()].to_vec(),
+            value: bytes[header.value_range()].to_vec(),
+            pointer: *ptr,
+        })
+    }
+
+    /// Reads the `ptr.len` bytes at `ptr` (from the file, or the write buffer if not yet
+    /// flushed) and validates them as one record.
+    fn fetch(&self, ptr: &ValuePointer) -> Result<(Vec<u8>, RecordHeader, PathBuf)> {
+        let segment = self.segments.read().get(&ptr.segment).cloned();
+        let Some(segment) = segment else {
+            return Err(Error::corruption(segment_file(&self.dir, ptr.segment), ptr.offset, "pointer into a segment that is not live"));
+        };
+        let corrupt = |reason: String| Error::corruption(&segment.path, ptr.offset, reason);
+        let len = ptr.len as usize;
+        if ptr.offset < SEGMENT_HEADER_LEN || len < RECORD_HEADER_LEN {
+            return Err(corrupt(format!("pointer (offset {}, len {}) cannot address a record", ptr.offset, ptr.len)));
+        }
+        let Some(end) = ptr.offset.checked_add(u64::from(ptr.len)) else {
+            return Err(corrupt(format!("pointer (offset {}, len {}) overflows", ptr.offset, ptr.len)));
+        };
+        let bytes = if end <= segment.readable_len() {
+            let mut bytes = vec![0u8; len];
+            segment.file.read_exact_at(ptr.offset, &mut bytes)?;
+            bytes
+        } else {
+            let unflushed = if segment.is_active() { self.read_unflushed(&segment, ptr.offset, len)? } else { None };
+            unflushed.ok_or_else(|| {
+                corrupt(format!("pointer ends at {end}, past the segment end {}", segment.readable_len()))
+            })?
+        };
+        let header = header_bytes(&bytes)
+            .ok_or("short record")
+            .and_then(decode_record_header)
+            .map_err(|reason| corrupt(reason.into()))?;
+        if header.record_len() != u64::from(ptr.len) {
+            return Err(corrupt(format!("pointer length {} differs from the record length {}", ptr.len, header.record_len())));
+        }
+        check_body(&header, &bytes[RECORD_HEADER_LEN..]).map_err(|reason| corrupt(reason.into()))?;
+        Ok((bytes, header, segment.path.clone()))
+    }
+
+    /// The `len` bytes at `offset` of the active segment, from the write buffer or, if a flush
+    /// or rotation got there first, from the file; `None` if the range is not in the segment.
+    /// The range is checked before anything is allocated.
+    fn read_unflushed(&self, segment: &Segment, offset: u64, len: usize) -> Result<Option<Vec<u8>>> {
+        let end = offset + len as u64;
+        {
+            let w = self.writer.lock();
+            if let Some(active) = w.active.as_ref().filter(|a| a.segment.id == segment.id) {
+                if end > active.flushed {
+                    let buffer_end = active.flushed + w.buffer.len() as u64;
+                    if offset < active.flushed || end > buffer_end {
+                        return Ok(None);
+                    }
+                    let start = (offset - active.flushed) as usize;
+                    return Ok(Some(w.buffer[start..start + len].to_vec()));
+                }
+            }
+        }
+        if end > segment.readable_len() {
+            return Ok(None);
+        }
+        let mut bytes = vec![0u8; len];
+        segment.file.read_exact_at(offset, &mut bytes)?;
+        Ok(Some(bytes))
+    }
+
+    /// Every live segment in id order.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let w = self.writer.lock();
+        let active = w.active.as_ref().map(|a| (a.segment.id, a.flushed + w.buffer.len() as u64));
+        let mut infos: Vec<SegmentInfo> = self
+            .segments
+            .read()
+            .values()
+            .map(|s| match active {
+                Some((id, len)) if id == s.id => SegmentInfo { id, len },
+                _ => SegmentInfo { id: s.id, len: s.readable_len() },
+            })
+            .collect();
+        infos.sort_unstable_by_key(|s| s.id);
+        infos
+    }
+
+    /// Deletes a segment that is no longer appended to and forgets it; later reads through
+    /// pointers into it are corruption.
+    pub fn remove_segment(&self, id: SegmentId) -> Result<()> {
+        let segment = self.segments.read().get(&id).cloned();
+        let Some(segment) = segment else {
+            return Err(Error::InvalidArgument(format!("value-log segment {id} is not live")));
+        };
+        // A sealed segment never becomes active again, so this check cannot go stale.
+        if segment.is_active() {
+            return Err(Error::InvalidArgument(format!("value-log segment {id} is being appended to")));
+        }
+        self.fs.remove(&segment.path)?;
+        self.segments.write().remove(&id);
+        self.fs.sync_dir(&self.dir)
+    }
+
+    /// Bytes written to segment files since open (headers included), for write amplification.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written.load(Ordering::Relaxed)
+    }
+
+    /// The directory holding the segments.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+#[cfg(test)]
+mod tests;

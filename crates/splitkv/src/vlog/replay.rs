@@ -1,0 +1,98 @@
+//! Recovery: replaying the log from a recorded head, and the torn-tail rule.
+//!
+//! Only the newest segment can have been cut short by a crash: every older one was fsynced
+//! before the log moved past it, and the medium keeps an unsynced appended tail at most as a
+//! prefix of what was written. So in the last segment, and only there, a file that ends inside a
+//! record or after records lacking their batch-end flag is a torn tail and is truncated to the
+//! end of the last complete batch (a last segment too short for its header is removed). Damage
+//! that cannot come from a cut — a checksum mismatch on bytes that are all present, an unknown
+//! kind or flag — is [`Error::Corruption`] wherever it is, and so is a short record in an older
+//! segment.
+//!
+//! Thread-safety: replay must run before the first append; it takes the writer mutex only to
+//! check that, and updates segment lengths with the same publication order appends use.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::record::SEGMENT_HEADER_LEN;
+use super::segment::{CursorFault, RecordCursor, Segment};
+use super::{ReplayedRecord, ValueLog};
+use crate::error::{Error, Result};
+use crate::types::LogPosition;
+
+impl ValueLog {
+    /// Replays every complete batch from `from` to the end of the log, in segment-id order.
+    ///
+    /// `from.offset == 0` means the start of `from.segment`; segments with smaller ids are not
+    /// read. `apply` is called once per complete batch with its records and their pointers; an
+    /// error from it stops the replay and is returned. Returns the position after the last
+    /// complete batch (`from` if nothing at or after it exists).
+    pub fn replay(
+        &self,
+        from: LogPosition,
+        apply: &mut dyn FnMut(&[ReplayedRecord]) -> Result<()>,
+    ) -> Result<LogPosition> {
+        if self.writer.lock().active.is_some() {
+            return Err(Error::InvalidArgument("value-log replay must run before the first append".into()));
+        }
+        let mut segments: Vec<Arc<Segment>> = self.segments.read().values().cloned().collect();
+        segments.sort_unstable_by_key(|s| s.id);
+        let Some(last_id) = segments.last().map(|s| s.id) else { return Ok(from) };
+        let mut end = from;
+        let mut batch = Vec::new();
+        for segment in segments.iter().filter(|s| s.id >= from.segment) {
+            let is_last = segment.id == last_id;
+            let len = segment.readable_len();
+            if len < SEGMENT_HEADER_LEN {
+                // `open` let this through only for the last segment: a crash during its creation.
+                self.fs.remove(&segment.path)?;
+                self.fs.sync_dir(&self.dir)?;
+                self.segments.write().remove(&segment.id);
+                continue;
+            }
+            let start = if segment.id == from.segment { from.offset.max(SEGMENT_HEADER_LEN) } else { SEGMENT_HEADER_LEN };
+            if start > len {
+                return Err(Error::corruption(&segment.path, start, format!("replay starts past the segment end {len}")));
+            }
+            let mut cursor = RecordCursor::new(Arc::clone(&segment.file), segment.path.clone(), len, start);
+            let mut batch_start = start;
+            let mut torn = None;
+            batch.clear();
+            loop {
+                match cursor.next_record() {
+                    Ok(Some(rec)) => {
+                        let batch_end = rec.header.batch_end;
+                        batch.push(rec.to_replayed(segment.id));
+                        if batch_end {
+                            apply(&batch)?;
+                            batch.clear();
+                            batch_start = cursor.offset();
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(CursorFault::Torn { offset, reason }) => {
+                        torn = Some((offset, reason));
+                        break;
+                    }
+                    Err(CursorFault::Fatal(e)) => return Err(e),
+                }
+            }
+            if torn.is_none() && !batch.is_empty() {
+                torn = Some((batch_start, "segment ends inside a batch"));
+            }
+            if let Some((offset, reason)) = torn {
+                if !is_last {
+                    return Err(Error::corruption(&segment.path, offset, format!("{reason} in a sealed segment")));
+                }
+                self.fs.truncate(&segment.path, batch_start)?;
+                // The next append opens a newer segment; if the cut were lost in a later crash,
+                // the torn record would sit in a sealed segment and read as corruption.
+                self.fs.open_append(&segment.path)?.sync()?;
+                segment.len.store(batch_start, Ordering::Release);
+            }
+            end = LogPosition { segment: segment.id, offset: batch_start };
+        }
+        Ok(end)
+    }
+}

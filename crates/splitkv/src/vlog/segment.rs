@@ -1,0 +1,231 @@
+//! One segment file as seen by readers, and a sequential record cursor over it.
+//!
+//! A [`Segment`] is shared (`Arc`) between the log's reader map, the writer (while the segment is
+//! active) and in-flight reads. Its `len` is the number of bytes known to be in the file: for the
+//! active segment, the writer raises it with `Release` ordering only after the bytes reached the
+//! operating system, so a reader that loads it with `Acquire` may `pread` anything below it
+//! without taking the writer's lock. `len` only grows, except when recovery truncates a torn tail
+//! before any append. `active` is cleared once, when the writer moves on; it never comes back.
+//!
+//! [`RecordCursor`] walks records front to back with large positioned reads; it tells a torn
+//! record (the file ends inside it) from a damaged one, and leaves the policy (truncate or
+//! report) to its caller: replay or [`scan_segment`].
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::record::{
+    check_body, check_segment_header, decode_record_header, header_bytes, RecordHeader, RECORD_HEADER_LEN,
+    SEGMENT_HEADER_LEN,
+};
+use super::ReplayedRecord;
+use crate::error::{Error, Result};
+use crate::filenames::{parse_file_name, FileKind};
+use crate::fs::{AccessPattern, FileSystem, RandomAccessFile};
+use crate::types::{SegmentId, ValuePointer};
+
+/// Sequential scans read this much at a time, so recovery issues few large reads.
+const READ_CHUNK: usize = 1 << 20;
+
+/// A segment file open for positioned reads.
+pub(crate) struct Segment {
+    pub id: SegmentId,
+    pub path: PathBuf,
+    pub file: Arc<dyn RandomAccessFile>,
+    /// Bytes readable with `pread` (see the module header for the ordering contract).
+    pub len: AtomicU64,
+    /// True while the writer appends to this segment; unflushed bytes then live in its buffer.
+    pub active: AtomicBool,
+}
+
+impl Segment {
+    pub fn readable_len(&self) -> u64 {
+        self.len.load(Ordering::Acquire)
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+}
+
+/// Reads and validates the segment header of `file`; `expected` is the id from the file name.
+pub(crate) fn read_segment_header(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    expected: Option<SegmentId>,
+) -> Result<SegmentId> {
+    let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
+    file.read_exact_at(0, &mut header)?;
+    check_segment_header(&header, expected).map_err(|reason| Error::corruption(path, 0, reason))
+}
+
+/// The segment id a path's file name claims, if it is a segment file name.
+pub(crate) fn segment_id_from_path(path: &Path) -> Option<SegmentId> {
+    match parse_file_name(path.file_name()?.to_str()?) {
+        Some(FileKind::Segment(id)) => Some(id),
+        _ => None,
+    }
+}
+
+/// Why a cursor stopped before the end of the file.
+pub(crate) enum CursorFault {
+    /// The file ends inside the record at `offset`: a crash cut the tail short.
+    Torn { offset: u64, reason: &'static str },
+    /// Damage or an I/O failure; never repaired by truncation.
+    Fatal(Error),
+}
+
+impl From<Error> for CursorFault {
+    fn from(e: Error) -> Self {
+        CursorFault::Fatal(e)
+    }
+}
+
+/// A record decoded by [`RecordCursor`], borrowing the cursor's buffer.
+pub(crate) struct CursorRecord<'a> {
+    pub offset: u64,
+    pub header: RecordHeader,
+    pub bytes: &'a [u8],
+}
+
+impl CursorRecord<'_> {
+    pub fn to_replayed(&self, segment: SegmentId) -> ReplayedRecord {
+        ReplayedRecord {
+            seq: self.header.seq,
+            kind: self.header.kind,
+            key: self.bytes[self.header.key_range()].to_vec(),
+            value: self.bytes[self.header.value_range()].to_vec(),
+            pointer: ValuePointer { segment, offset: self.offset, len: self.bytes.len() as u32 },
+        }
+    }
+}
+
+/// Walks the records of one segment file from a starting offset to `file_len`.
+pub(crate) struct RecordCursor {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    file_len: u64,
+    next: u64,
+    buf: Vec<u8>,
+    buf_start: u64,
+}
+
+impl RecordCursor {
+    pub fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf, file_len: u64, start: u64) -> Self {
+        file.advise(AccessPattern::Sequential);
+        RecordCursor { file, path, file_len, next: start, buf: Vec::new(), buf_start: 0 }
+    }
+
+    /// Offset of the next record (the end of the last one returned).
+    pub fn offset(&self) -> u64 {
+        self.next
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Makes `[at, at + n)` resident in the buffer; `false` if the file ends first.
+    fn fill(&mut self, at: u64, n: usize) -> Result<bool> {
+        let Some(end) = at.checked_add(n as u64) else { return Ok(false) };
+        if end > self.file_len {
+            return Ok(false);
+        }
+        if at >= self.buf_start && end <= self.buf_start + self.buf.len() as u64 {
+            return Ok(true);
+        }
+        let want = (n.max(READ_CHUNK) as u64).min(self.file_len - at) as usize;
+        self.buf.clear();
+        self.buf.resize(want, 0);
+        self.file.read_exact_at(at, &mut self.buf)?;
+        self.buf_start = at;
+        Ok(true)
+    }
+
+    fn resident(&self, at: u64, n: usize) -> &[u8] {
+        let start = (at - self.buf_start) as usize;
+        &self.buf[start..start + n]
+    }
+
+    /// The next record, `Ok(None)` at the end of the file.
+    pub fn next_record(&mut self) -> Result<Option<CursorRecord<'_>>, CursorFault> {
+        let at = self.next;
+        if at >= self.file_len {
+            return Ok(None);
+        }
+        if !self.fill(at, RECORD_HEADER_LEN)? {
+            return Err(CursorFault::Torn { offset: at, reason: "file ends inside a record header" });
+        }
+        let header_slice = self.resident(at, RECORD_HEADER_LEN);
+        let header = header_bytes(header_slice)
+            .ok_or("short record header")
+            .and_then(decode_record_header)
+            .map_err(|reason| Error::corruption(&self.path, at, reason))?;
+        let len = header.record_len();
+        let fits = match usize::try_from(len) {
+            Ok(n) => self.fill(at, n)?,
+            Err(_) => false,
+        };
+        if !fits {
+            return Err(CursorFault::Torn { offset: at, reason: "file ends inside a record body" });
+        }
+        let bytes = self.resident(at, len as usize);
+        check_body(&header, &bytes[RECORD_HEADER_LEN..]).map_err(|reason| Error::corruption(&self.path, at, reason))?;
+        self.next = at + len;
+        Ok(Some(CursorRecord { offset: at, header, bytes: self.resident(at, len as usize) }))
+    }
+}
+
+/// Iterator over every record of one segment file, from [`scan_segment`].
+///
+/// Yields `(offset, record)`; the first damaged or truncated record is yielded as an
+/// [`Error::Corruption`] naming its offset, and iteration ends there.
+pub struct SegmentScan {
+    id: SegmentId,
+    cursor: RecordCursor,
+    done: bool,
+}
+
+impl SegmentScan {
+    /// The segment id recorded in the segment header.
+    pub fn segment_id(&self) -> SegmentId {
+        self.id
+    }
+}
+
+impl Iterator for SegmentScan {
+    type Item = Result<(u64, ReplayedRecord)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let id = self.id;
+        let item = match self.cursor.next_record() {
+            Ok(Some(rec)) => return Some(Ok((rec.offset, rec.to_replayed(id)))),
+            Ok(None) => None,
+            Err(CursorFault::Torn { offset, reason }) => Some(Err(Error::corruption(self.cursor.path(), offset, reason))),
+            Err(CursorFault::Fatal(e)) => Some(Err(e)),
+        };
+        self.done = true;
+        item
+    }
+}
+
+/// Opens one segment file for a front-to-back walk (the admin tool's `dump` and `verify`).
+///
+/// The segment header is validated here (its id against the file name when the name is a segment
+/// name); records are validated as they are yielded. A file ending inside a record, which
+/// recovery would treat as a torn tail of the last segment, is reported as corruption: a scan
+/// repairs nothing.
+pub fn scan_segment(fs: &dyn FileSystem, path: &Path) -> Result<SegmentScan> {
+    let file = fs.open(path)?;
+    let len = file.len()?;
+    if len < SEGMENT_HEADER_LEN {
+        return Err(Error::corruption(path, 0, "file is shorter than a segment header"));
+    }
+    let id = read_segment_header(file.as_ref(), path, segment_id_from_path(path))?;
+    let cursor = RecordCursor::new(file, path.to_path_buf(), len, SEGMENT_HEADER_LEN);
+    Ok(SegmentScan { id, cursor, done: false })
+}
