@@ -1,1 +1,210 @@
-//! version (under construction).
+//! The database's durable shape: which SSTables form each level, which value-log segments exist
+//! and how much garbage each holds, and the counters recovery needs (next file number, last
+//! sequence, value-log head).
+//!
+//! - [`Version`]: an immutable snapshot of the levels. Readers hold an `Arc<Version>` for as long
+//!   as they read; compaction and flush never change a `Version`, they publish a new one.
+//! - [`VersionEdit`]: one atomic change, the unit written to the MANIFEST.
+//! - [`VersionSet`]: owns the MANIFEST and the current `Version`; `log_and_apply` makes an edit
+//!   durable and then installs its result.
+//! - `manifest`: the MANIFEST record format and the `CURRENT` pointer file.
+//!
+//! Invariants of a `Version`: level 0 is ordered by file number ascending (newest last) and its
+//! files may overlap; every deeper level is ordered by smallest key and its files are disjoint in
+//! internal-key order (each file's largest key sorts strictly before the next file's smallest).
+//! Every file's smallest key sorts at or before its largest key.
+//!
+//! Thread-safety: `Version`, `FileMetaData` and `VersionEdit` are immutable data, `Send + Sync`.
+//! `VersionSet` is single-owner (`&mut self` to change it); callers serialize edits behind one lock.
+
+mod builder;
+mod edit;
+pub mod manifest;
+mod set;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::types::{compare_internal_keys, seek_key, user_key, FileNumber, InternalKey, SequenceNumber, MAX_SEQUENCE};
+
+pub use builder::VersionBuilder;
+pub use edit::{EditDecodeError, VersionEdit};
+pub use set::{VersionSet, DEFAULT_MAX_MANIFEST_SIZE};
+
+/// What the version layer knows about one SSTable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileMetaData {
+    /// The table's file number (`NNNNNN.sst`).
+    pub number: FileNumber,
+    /// Size of the table file in bytes.
+    pub file_size: u64,
+    /// Smallest internal key in the table.
+    pub smallest: InternalKey,
+    /// Largest internal key in the table.
+    pub largest: InternalKey,
+    /// Number of entries (all versions, tombstones included).
+    pub num_entries: u64,
+}
+
+impl FileMetaData {
+    /// True if the table's user-key range intersects `[begin, end]` (`None` is unbounded).
+    pub fn overlaps_user_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> bool {
+        let before_begin = begin.is_some_and(|b| self.largest.user_key() < b);
+        let after_end = end.is_some_and(|e| self.smallest.user_key() > e);
+        !before_begin && !after_end
+    }
+
+    /// True if `user_key` lies within the table's user-key range.
+    pub fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        self.smallest.user_key() <= user_key && user_key <= self.largest.user_key()
+    }
+}
+
+/// What the version layer knows about one value-log segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SegmentMeta {
+    /// Bytes of records in the segment that no index entry reaches any more.
+    pub garbage_bytes: u64,
+}
+
+/// An immutable set of SSTables arranged in levels (see the module header for the invariants).
+#[derive(Clone, Debug)]
+pub struct Version {
+    // One shared slice per level, so installing an edit copies only the levels it touches.
+    levels: Vec<Arc<[Arc<FileMetaData>]>>,
+}
+
+impl Version {
+    /// A version with `num_levels` empty levels.
+    pub fn empty(num_levels: usize) -> Version {
+        let empty: Arc<[Arc<FileMetaData>]> = Arc::from(Vec::new());
+        Version { levels: vec![empty; num_levels] }
+    }
+
+    /// The version that results from applying the file changes of `edit` to this one (segments
+    /// and counters are the [`VersionSet`]'s business). `Err` names the inconsistency.
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version, String> {
+        let mut builder = VersionBuilder::new(self);
+        builder.apply(edit)?;
+        builder.finish()
+    }
+
+    /// Number of levels, level 0 included.
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Files of `level` in level order; empty for a level beyond [`Version::num_levels`].
+    pub fn files(&self, level: usize) -> &[Arc<FileMetaData>] {
+        self.levels.get(level).map_or(&[], |files| files)
+    }
+
+    /// Number of files in `level`.
+    pub fn num_files(&self, level: usize) -> usize {
+        self.files(level).len()
+    }
+
+    /// Total size of the files in `level`.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.files(level).iter().map(|f| f.file_size).sum()
+    }
+
+    /// Every file with its level, level 0 first.
+    pub fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> + '_ {
+        self.levels.iter().enumerate().flat_map(|(level, files)| files.iter().map(move |f| (level, f)))
+    }
+
+    /// Files of `level` whose user-key range overlaps `[begin, end]` (`None` is unbounded).
+    ///
+    /// For level 0 the range grows to the union of the files found, repeatedly, so the result is
+    /// closed under overlap: compacting it never leaves behind an older L0 version of a key.
+    pub fn overlapping_files(&self, level: usize, begin: Option<&[u8]>, end: Option<&[u8]>) -> Vec<Arc<FileMetaData>> {
+        let files = self.files(level);
+        if level > 0 {
+            // Largest user keys are non-decreasing in a sorted disjoint level.
+            let first = begin.map_or(0, |b| files.partition_point(|f| f.largest.user_key() < b));
+            return files[first..]
+                .iter()
+                .take_while(|f| end.is_none_or(|e| f.smallest.user_key() <= e))
+                .cloned()
+                .collect();
+        }
+        let mut begin = begin.map(Cow::Borrowed);
+        let mut end = end.map(Cow::Borrowed);
+        'restart: loop {
+            let mut found = Vec::new();
+            for file in files {
+                if !file.overlaps_user_range(begin.as_deref(), end.as_deref()) {
+                    continue;
+                }
+                found.push(Arc::clone(file));
+                let (smallest, largest) = (file.smallest.user_key(), file.largest.user_key());
+                let mut widened = false;
+                if let Some(b) = &mut begin {
+                    if smallest < b.as_ref() {
+                        *b = Cow::Owned(smallest.to_vec());
+                        widened = true;
+                    }
+                }
+                if let Some(e) = &mut end {
+                    if largest > e.as_ref() {
+                        *e = Cow::Owned(largest.to_vec());
+                        widened = true;
+                    }
+                }
+                if widened {
+                    continue 'restart;
+                }
+            }
+            return found;
+        }
+    }
+
+    /// Calls `visit(level, file)` for every file that may hold the newest entry of
+    /// `lookup_key`'s user key at or below its sequence number, in search order: overlapping
+    /// level-0 files newest first, then at most one file per deeper level. `lookup_key` is an
+    /// internal seek key ([`crate::types::seek_key`]). Stops early when `visit` returns `false`.
+    ///
+    /// Allocation-free, for the point-read path.
+    pub fn for_each_candidate(&self, lookup_key: &[u8], mut visit: impl FnMut(usize, &Arc<FileMetaData>) -> bool) {
+        let target = user_key(lookup_key);
+        for file in self.files(0).iter().rev() {
+            if file.may_contain_user_key(target) && !visit(0, file) {
+                return;
+            }
+        }
+        for level in 1..self.levels.len() {
+            let files = self.files(level);
+            // The first file whose largest key is at or after the lookup key is the only one in
+            // this level that can hold an entry at or after it.
+            let index = files.partition_point(|f| compare_internal_keys(f.largest.as_bytes(), lookup_key).is_lt());
+            if let Some(file) = files.get(index) {
+                if file.smallest.user_key() <= target && !visit(level, file) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// [`Version::for_each_candidate`] for the newest version of `user_key`, collected.
+    pub fn files_for_key(&self, user_key: &[u8]) -> Vec<Arc<FileMetaData>> {
+        self.files_for_key_at(user_key, SequenceNumber(MAX_SEQUENCE))
+    }
+
+    /// [`Version::for_each_candidate`] for `user_key` as of `sequence`, collected.
+    pub fn files_for_key_at(&self, user_key: &[u8], sequence: SequenceNumber) -> Vec<Arc<FileMetaData>> {
+        let mut found = Vec::new();
+        self.for_each_candidate(&seek_key(user_key, sequence), |_, file| {
+            found.push(Arc::clone(file));
+            true
+        });
+        found
+    }
+
+    fn from_levels(levels: Vec<Arc<[Arc<FileMetaData>]>>) -> Version {
+        Version { levels }
+    }
+}
+
+#[cfg(test)]
+mod tests;
