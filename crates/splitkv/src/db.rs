@@ -58,7 +58,6 @@ struct PendingWrite {
 struct DbInner {
     options: Options,
     dir: PathBuf,
-    fs: Arc<dyn FileSystem>,
     vlog: Arc<ValueLog>,
     index: Arc<dyn Index>,
     snapshots: Arc<SnapshotList>,
@@ -161,7 +160,6 @@ impl Db {
             inner: Arc::new(DbInner {
                 options,
                 dir,
-                fs,
                 vlog,
                 index: Arc::new(index),
                 snapshots,

@@ -138,7 +138,7 @@ fn open_options_are_honoured() -> Result<()> {
 #[test]
 fn properties_and_stats_report_state() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let db = open(dir.path(), 0)?;
+    let db = Db::open(dir.path(), Options { write_buffer_size: 4 << 20, ..small_options(0) })?;
     for i in 0..500 {
         db.put(key(i), value_for(i, 1000))?;
     }

@@ -49,7 +49,7 @@ fn scan_result(db: &Db) -> Result<usize> {
 #[test]
 fn flipped_byte_in_sstable_is_corruption() -> Result<()> {
     let env = CrashEnv::new();
-    let opts = env.options(Options { value_threshold: usize::MAX, ..small_options(usize::MAX) });
+    let opts = env.options(Options { write_buffer_size: 4 << 20, ..small_options(usize::MAX) });
     {
         let db = Db::open("/db", opts.clone())?;
         for i in 0..200 {

@@ -16,7 +16,7 @@
 //! new log head in one MANIFEST edit.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -40,7 +40,7 @@ use crate::snapshot::SnapshotList;
 use crate::sstable::{BlockCache, TableCache, TableOptions};
 use crate::stats::{Counters, LevelStats, Stats};
 use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind};
-use crate::version::{Version, VersionEdit, VersionSet};
+use crate::version::{FileMetaData, Version, VersionEdit, VersionSet};
 use crate::vlog::ValueLog;
 
 /// What a reader needs to see one consistent state of the tree.
@@ -336,7 +336,7 @@ impl Shared {
         }
         if compaction.is_trivial_move() {
             let file = &compaction.inputs[0][0];
-            edit.new_files.push((level + 1, FileMetaDataClone::clone_meta(file)));
+            edit.new_files.push((level + 1, FileMetaData::clone(file)));
             let mut state = self.state.lock();
             state.versions.log_and_apply(edit)?;
             self.install_super_version(&state);
@@ -440,7 +440,7 @@ impl Shared {
         let lookup = seek_key(user_key, seq);
         let mut found = None;
         let mut error = None;
-        version.for_each_candidate(user_key, |_level, file| {
+        version.for_each_candidate(&lookup, |_level, file| {
             Counters::add(&self.counters.tables_probed, 1);
             let hit = self
                 .table_cache
@@ -464,21 +464,6 @@ impl Shared {
         let Some((ikey, value)) = found else { return Ok(None) };
         let parsed = parse_internal_key(&ikey).ok_or_else(|| Error::corruption(&self.dir, 0, "malformed internal key in table"))?;
         decode_index_value(parsed.kind, value).transpose()
-    }
-}
-
-/// Copies file metadata for re-adding it at another level.
-struct FileMetaDataClone;
-
-impl FileMetaDataClone {
-    fn clone_meta(f: &crate::version::FileMetaData) -> crate::version::FileMetaData {
-        crate::version::FileMetaData {
-            number: f.number,
-            file_size: f.file_size,
-            smallest: f.smallest.clone(),
-            largest: f.largest.clone(),
-            num_entries: f.num_entries,
-        }
     }
 }
 
@@ -718,9 +703,4 @@ impl Index for LsmIndex {
             let _ = handle.join();
         }
     }
-}
-
-/// Path helper kept here so the index does not reach into the database module.
-pub fn db_dir(path: &Path) -> PathBuf {
-    path.to_path_buf()
 }
