@@ -428,13 +428,3 @@ fn corruption_names_the_file_and_block() -> Result<()> {
     assert_corruption(open(&path, 1, size, None).map(drop), "magic");
     Ok(())
 }
-
-#[test]
-fn tables_and_caches_are_shareable_between_threads() {
-    fn assert_send_sync<T: Send + Sync>() {}
-    fn assert_send<T: Send>() {}
-    assert_send_sync::<Table>();
-    assert_send_sync::<BlockCache>();
-    assert_send_sync::<TableCache>();
-    assert_send::<TableIterator>();
-}
