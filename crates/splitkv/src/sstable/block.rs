@@ -315,13 +315,13 @@ impl BlockIter {
     }
 
     /// Moves to the next entry.
-    pub fn next(&mut self) -> BlockResult<()> {
+    pub fn next_entry(&mut self) -> BlockResult<()> {
         debug_assert!(self.valid());
         self.parse_next()
     }
 
     /// Moves to the previous entry (unpositioned if this was the first).
-    pub fn prev(&mut self) -> BlockResult<()> {
+    pub fn prev_entry(&mut self) -> BlockResult<()> {
         debug_assert!(self.valid());
         let original = self.current;
         // Entries only chain forward, so back up to the restart before `original` and rescan.
@@ -399,14 +399,14 @@ mod tests {
             while it.valid() {
                 assert_eq!(it.key(), ikey(n * 2).as_slice());
                 assert_eq!(it.value(), format!("v{n}").as_bytes());
-                it.next().unwrap();
+                it.next_entry().unwrap();
                 n += 1;
             }
             assert_eq!(n, 100);
             it.seek_to_last().unwrap();
             for i in (0..100).rev() {
                 assert_eq!(it.key(), ikey(i * 2).as_slice());
-                it.prev().unwrap();
+                it.prev_entry().unwrap();
             }
             assert!(!it.valid());
             for t in 0..201 {
@@ -457,13 +457,13 @@ mod tests {
                 let mut it = BlockIter::new(block);
                 let mut steps = 0;
                 if it.seek_to_first().is_ok() {
-                    while it.valid() && steps < 1000 && it.next().is_ok() {
+                    while it.valid() && steps < 1000 && it.next_entry().is_ok() {
                         steps += 1;
                     }
                 }
                 let _ = it.seek_to_last().and_then(|_| {
                     while it.valid() {
-                        it.prev()?;
+                        it.prev_entry()?;
                     }
                     Ok(())
                 });

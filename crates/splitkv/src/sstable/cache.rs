@@ -24,6 +24,16 @@ use crate::filenames::table_file;
 use crate::fs::{AccessPattern, FileSystem};
 use crate::types::FileNumber;
 
+// Readers on many threads share tables and caches, and iterators move between threads.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    fn sendable<T: Send>() {}
+    shareable::<Table>();
+    shareable::<BlockCache>();
+    shareable::<TableCache>();
+    sendable::<super::TableIterator>();
+};
+
 /// Bookkeeping bytes charged per cached block on top of its contents.
 const BLOCK_OVERHEAD: u64 = 64;
 

@@ -211,7 +211,7 @@ impl Table {
                 prev_key.clear();
                 prev_key.extend_from_slice(key);
                 entries += 1;
-                it.next().map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+                it.next_entry().map_err(|e| block_corruption(&self.path, handle.offset, e))?;
             }
         }
         if entries != self.footer.num_entries {
@@ -329,13 +329,13 @@ impl InternalIterator for TableIterator {
 
     fn next(&mut self) -> Result<()> {
         debug_assert!(self.valid());
-        self.in_block(BlockIter::next)?;
+        self.in_block(BlockIter::next_entry)?;
         self.skip_forward()
     }
 
     fn prev(&mut self) -> Result<()> {
         debug_assert!(self.valid());
-        self.in_block(BlockIter::prev)?;
+        self.in_block(BlockIter::prev_entry)?;
         self.skip_backward()
     }
 
