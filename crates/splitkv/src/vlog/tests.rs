@@ -348,7 +348,9 @@ fn bad_pointers_and_key_mismatches_are_corruption() {
         let err = log.read(&p, b"kez").unwrap_err();
         assert!(err.is_corruption(), "{err:?}");
         let missing = ValuePointer { segment: SegmentId(42), ..p };
-        assert!(matches!(log.read(&missing, b"key"), Err(Error::Corruption { file, .. }) if file == segment_file(dir.path(), SegmentId(42))));
+        assert!(
+            matches!(log.read(&missing, b"key"), Err(Error::Corruption { file, .. }) if file == segment_file(dir.path(), SegmentId(42)))
+        );
         assert_eq!(&log.read(&p, b"key").unwrap()[..], b"value");
     }
 }
@@ -411,7 +413,10 @@ fn scan_segment_yields_every_record_with_its_offset() {
     let scan = scan_segment(fs.as_ref(), &segment_file(dir.path(), SegmentId(1))).unwrap();
     assert_eq!(scan.segment_id(), SegmentId(1));
     let records: Vec<(u64, ReplayedRecord)> = scan.collect::<Result<_>>().unwrap();
-    assert_eq!(records.iter().map(|(o, r)| (*o, r.pointer)).collect::<Vec<_>>(), ptrs.iter().map(|p| (p.offset, *p)).collect::<Vec<_>>());
+    assert_eq!(
+        records.iter().map(|(o, r)| (*o, r.pointer)).collect::<Vec<_>>(),
+        ptrs.iter().map(|p| (p.offset, *p)).collect::<Vec<_>>()
+    );
     assert_eq!(records[2].1.value, vec![5; 3000]);
     assert_eq!(records[1].1.kind, RecordKind::Delete);
 }
