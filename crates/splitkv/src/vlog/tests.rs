@@ -606,3 +606,40 @@ fn value_log_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<ValueLog>();
 }
+
+#[test]
+fn an_error_from_apply_stops_replay_and_is_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+        append(&log, &[put(1, "a", b"1")]);
+        append(&log, &[put(2, "b", b"2")]);
+        log.sync().unwrap();
+    }
+    let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    let mut calls = 0;
+    let result = log.replay(LogPosition::default(), &mut |_| {
+        calls += 1;
+        Err(Error::InvalidArgument("stop".into()))
+    });
+    assert!(matches!(result, Err(Error::InvalidArgument(_))));
+    assert_eq!(calls, 1);
+}
+
+#[test]
+fn a_replay_start_past_the_segment_end_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let end;
+    {
+        let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+        append(&log, &[put(1, "a", b"1")]);
+        log.sync().unwrap();
+        end = log.head();
+    }
+    let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    let past = LogPosition { offset: end.offset + 1, ..end };
+    assert!(replay_all(&log, past).unwrap_err().is_corruption());
+    let (batches, at) = replay_all(&log, end).unwrap();
+    assert!(batches.is_empty());
+    assert_eq!(at, end);
+}
