@@ -33,7 +33,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
-pub use record::{RecordKind, RecordRef, FLAG_BATCH_END, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC};
+pub use record::{
+    RecordKind, RecordRef, FLAG_BATCH_END, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
+};
 pub use segment::{scan_segment, SegmentScan};
 
 use record::{check_body, decode_record_header, encode_record, header_bytes, record_len, RecordHeader};
@@ -246,7 +248,11 @@ impl ValueLog {
     fn fetch(&self, ptr: &ValuePointer) -> Result<(Vec<u8>, RecordHeader, PathBuf)> {
         let segment = self.segments.read().get(&ptr.segment).cloned();
         let Some(segment) = segment else {
-            return Err(Error::corruption(segment_file(&self.dir, ptr.segment), ptr.offset, "pointer into a segment that is not live"));
+            return Err(Error::corruption(
+                segment_file(&self.dir, ptr.segment),
+                ptr.offset,
+                "pointer into a segment that is not live",
+            ));
         };
         let corrupt = |reason: String| Error::corruption(&segment.path, ptr.offset, reason);
         let len = ptr.len as usize;
@@ -271,7 +277,11 @@ impl ValueLog {
             .and_then(decode_record_header)
             .map_err(|reason| corrupt(reason.into()))?;
         if header.record_len() != u64::from(ptr.len) {
-            return Err(corrupt(format!("pointer length {} differs from the record length {}", ptr.len, header.record_len())));
+            return Err(corrupt(format!(
+                "pointer length {} differs from the record length {}",
+                ptr.len,
+                header.record_len()
+            )));
         }
         check_body(&header, &bytes[RECORD_HEADER_LEN..]).map_err(|reason| corrupt(reason.into()))?;
         Ok((bytes, header, segment.path.clone()))

@@ -19,6 +19,7 @@ use super::record::SEGMENT_HEADER_LEN;
 use super::segment::{CursorFault, RecordCursor, Segment};
 use super::{ReplayedRecord, ValueLog};
 use crate::error::{Error, Result};
+use crate::fs::AccessPattern;
 use crate::types::LogPosition;
 
 impl ValueLog {
@@ -42,7 +43,6 @@ impl ValueLog {
         let mut end = from;
         let mut batch = Vec::new();
         for segment in segments.iter().filter(|s| s.id >= from.segment) {
-            let is_last = segment.id == last_id;
             let len = segment.readable_len();
             if len < SEGMENT_HEADER_LEN {
                 // `open` let this through only for the last segment: a crash during its creation.
@@ -51,48 +51,71 @@ impl ValueLog {
                 self.segments.write().remove(&segment.id);
                 continue;
             }
-            let start = if segment.id == from.segment { from.offset.max(SEGMENT_HEADER_LEN) } else { SEGMENT_HEADER_LEN };
+            let start =
+                if segment.id == from.segment { from.offset.max(SEGMENT_HEADER_LEN) } else { SEGMENT_HEADER_LEN };
             if start > len {
-                return Err(Error::corruption(&segment.path, start, format!("replay starts past the segment end {len}")));
+                return Err(Error::corruption(
+                    &segment.path,
+                    start,
+                    format!("replay starts past the segment end {len}"),
+                ));
             }
-            let mut cursor = RecordCursor::new(Arc::clone(&segment.file), segment.path.clone(), len, start);
-            let mut batch_start = start;
-            let mut torn = None;
-            batch.clear();
-            loop {
-                match cursor.next_record() {
-                    Ok(Some(rec)) => {
-                        let batch_end = rec.header.batch_end;
-                        batch.push(rec.to_replayed(segment.id));
-                        if batch_end {
-                            apply(&batch)?;
-                            batch.clear();
-                            batch_start = cursor.offset();
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(CursorFault::Torn { offset, reason }) => {
-                        torn = Some((offset, reason));
-                        break;
-                    }
-                    Err(CursorFault::Fatal(e)) => return Err(e),
-                }
-            }
-            if torn.is_none() && !batch.is_empty() {
-                torn = Some((batch_start, "segment ends inside a batch"));
-            }
-            if let Some((offset, reason)) = torn {
-                if !is_last {
-                    return Err(Error::corruption(&segment.path, offset, format!("{reason} in a sealed segment")));
-                }
-                self.fs.truncate(&segment.path, batch_start)?;
-                // The next append opens a newer segment; if the cut were lost in a later crash,
-                // the torn record would sit in a sealed segment and read as corruption.
-                self.fs.open_append(&segment.path)?.sync()?;
-                segment.len.store(batch_start, Ordering::Release);
-            }
-            end = LogPosition { segment: segment.id, offset: batch_start };
+            // The reader is shared with pointer reads, so the hint is reset however the walk ends.
+            segment.file.advise(AccessPattern::Sequential);
+            let walked = self.replay_segment(segment, start, segment.id == last_id, &mut batch, apply);
+            segment.file.advise(AccessPattern::Normal);
+            end = LogPosition { segment: segment.id, offset: walked? };
         }
         Ok(end)
+    }
+
+    /// Applies the complete batches of one segment from `start`; returns the offset after the
+    /// last one, having truncated a torn tail if `is_last`.
+    fn replay_segment(
+        &self,
+        segment: &Segment,
+        start: u64,
+        is_last: bool,
+        batch: &mut Vec<ReplayedRecord>,
+        apply: &mut dyn FnMut(&[ReplayedRecord]) -> Result<()>,
+    ) -> Result<u64> {
+        let mut cursor =
+            RecordCursor::new(Arc::clone(&segment.file), segment.path.clone(), segment.readable_len(), start);
+        let mut batch_start = start;
+        let mut torn = None;
+        batch.clear();
+        loop {
+            match cursor.next_record() {
+                Ok(Some(rec)) => {
+                    let batch_end = rec.header.batch_end;
+                    batch.push(rec.to_replayed(segment.id));
+                    if batch_end {
+                        apply(batch)?;
+                        batch.clear();
+                        batch_start = cursor.offset();
+                    }
+                }
+                Ok(None) => break,
+                Err(CursorFault::Torn { offset, reason }) => {
+                    torn = Some((offset, reason));
+                    break;
+                }
+                Err(CursorFault::Fatal(e)) => return Err(e),
+            }
+        }
+        if torn.is_none() && !batch.is_empty() {
+            torn = Some((batch_start, "segment ends inside a batch"));
+        }
+        if let Some((offset, reason)) = torn {
+            if !is_last {
+                return Err(Error::corruption(&segment.path, offset, format!("{reason} in a sealed segment")));
+            }
+            self.fs.truncate(&segment.path, batch_start)?;
+            // The next append opens a newer segment; if the cut were lost in a later crash,
+            // the torn record would sit in a sealed segment and read as corruption.
+            self.fs.open_append(&segment.path)?.sync()?;
+            segment.len.store(batch_start, Ordering::Release);
+        }
+        Ok(batch_start)
     }
 }

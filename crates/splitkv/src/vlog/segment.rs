@@ -113,7 +113,6 @@ pub(crate) struct RecordCursor {
 
 impl RecordCursor {
     pub fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf, file_len: u64, start: u64) -> Self {
-        file.advise(AccessPattern::Sequential);
         RecordCursor { file, path, file_len, next: start, buf: Vec::new(), buf_start: 0 }
     }
 
@@ -205,7 +204,9 @@ impl Iterator for SegmentScan {
         let item = match self.cursor.next_record() {
             Ok(Some(rec)) => return Some(Ok((rec.offset, rec.to_replayed(id)))),
             Ok(None) => None,
-            Err(CursorFault::Torn { offset, reason }) => Some(Err(Error::corruption(self.cursor.path(), offset, reason))),
+            Err(CursorFault::Torn { offset, reason }) => {
+                Some(Err(Error::corruption(self.cursor.path(), offset, reason)))
+            }
             Err(CursorFault::Fatal(e)) => Some(Err(e)),
         };
         self.done = true;
@@ -226,6 +227,7 @@ pub fn scan_segment(fs: &dyn FileSystem, path: &Path) -> Result<SegmentScan> {
         return Err(Error::corruption(path, 0, "file is shorter than a segment header"));
     }
     let id = read_segment_header(file.as_ref(), path, segment_id_from_path(path))?;
+    file.advise(AccessPattern::Sequential);
     let cursor = RecordCursor::new(file, path.to_path_buf(), len, SEGMENT_HEADER_LEN);
     Ok(SegmentScan { id, cursor, done: false })
 }

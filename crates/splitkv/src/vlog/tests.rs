@@ -348,7 +348,9 @@ fn bad_pointers_and_key_mismatches_are_corruption() {
         let err = log.read(&p, b"kez").unwrap_err();
         assert!(err.is_corruption(), "{err:?}");
         let missing = ValuePointer { segment: SegmentId(42), ..p };
-        assert!(matches!(log.read(&missing, b"key"), Err(Error::Corruption { file, .. }) if file == segment_file(dir.path(), SegmentId(42))));
+        assert!(
+            matches!(log.read(&missing, b"key"), Err(Error::Corruption { file, .. }) if file == segment_file(dir.path(), SegmentId(42)))
+        );
         assert_eq!(&log.read(&p, b"key").unwrap()[..], b"value");
     }
 }
@@ -411,7 +413,10 @@ fn scan_segment_yields_every_record_with_its_offset() {
     let scan = scan_segment(fs.as_ref(), &segment_file(dir.path(), SegmentId(1))).unwrap();
     assert_eq!(scan.segment_id(), SegmentId(1));
     let records: Vec<(u64, ReplayedRecord)> = scan.collect::<Result<_>>().unwrap();
-    assert_eq!(records.iter().map(|(o, r)| (*o, r.pointer)).collect::<Vec<_>>(), ptrs.iter().map(|p| (p.offset, *p)).collect::<Vec<_>>());
+    assert_eq!(
+        records.iter().map(|(o, r)| (*o, r.pointer)).collect::<Vec<_>>(),
+        ptrs.iter().map(|p| (p.offset, *p)).collect::<Vec<_>>()
+    );
     assert_eq!(records[2].1.value, vec![5; 3000]);
     assert_eq!(records[1].1.kind, RecordKind::Delete);
 }
@@ -600,4 +605,41 @@ fn options_too_small_for_a_record_are_rejected() {
 fn value_log_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<ValueLog>();
+}
+
+#[test]
+fn an_error_from_apply_stops_replay_and_is_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+        append(&log, &[put(1, "a", b"1")]);
+        append(&log, &[put(2, "b", b"2")]);
+        log.sync().unwrap();
+    }
+    let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    let mut calls = 0;
+    let result = log.replay(LogPosition::default(), &mut |_| {
+        calls += 1;
+        Err(Error::InvalidArgument("stop".into()))
+    });
+    assert!(matches!(result, Err(Error::InvalidArgument(_))));
+    assert_eq!(calls, 1);
+}
+
+#[test]
+fn a_replay_start_past_the_segment_end_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let end;
+    {
+        let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+        append(&log, &[put(1, "a", b"1")]);
+        log.sync().unwrap();
+        end = log.head();
+    }
+    let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    let past = LogPosition { offset: end.offset + 1, ..end };
+    assert!(replay_all(&log, past).unwrap_err().is_corruption());
+    let (batches, at) = replay_all(&log, end).unwrap();
+    assert!(batches.is_empty());
+    assert_eq!(at, end);
 }

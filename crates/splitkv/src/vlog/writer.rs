@@ -64,10 +64,9 @@ impl Writer {
     /// Where the next record will start.
     pub fn head(&self) -> LogPosition {
         match &self.active {
-            Some(active) => LogPosition {
-                segment: active.segment.id,
-                offset: active.flushed + self.buffer.len() as u64,
-            },
+            Some(active) => {
+                LogPosition { segment: active.segment.id, offset: active.flushed + self.buffer.len() as u64 }
+            }
             None => LogPosition { segment: self.next_id, offset: 0 },
         }
     }
@@ -115,7 +114,12 @@ impl Writer {
 
     /// Creates segment `next_id` with a durable header and makes it active. Returns the shared
     /// handle for the caller to publish in the reader map.
-    pub fn start_segment(&mut self, fs: &dyn FileSystem, dir: &Path, bytes_written: &AtomicU64) -> Result<Arc<Segment>> {
+    pub fn start_segment(
+        &mut self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        bytes_written: &AtomicU64,
+    ) -> Result<Arc<Segment>> {
         debug_assert!(self.active.is_none() && self.buffer.is_empty());
         let id = self.next_id;
         let path = segment_file(dir, id);
