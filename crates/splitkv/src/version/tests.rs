@@ -200,6 +200,7 @@ fn create_apply_recover_gives_the_same_state() {
     let dir = tempfile::tempdir().unwrap();
     let mut set = VersionSet::create(os_fs(), dir.path(), LEVELS).unwrap();
     assert_eq!(set.manifest_number(), FileNumber(1));
+    assert!(matches!(VersionSet::create(os_fs(), dir.path(), LEVELS), Err(Error::InvalidArgument(_))));
     apply_history(&mut set);
     let before = observe(&set);
     assert_eq!(numbers(set.current().files(1)), [4]);
