@@ -167,13 +167,10 @@ impl VersionSet {
             saw_log_head |= edit.log_head.is_some();
             Ok(())
         })?;
-        let missing = [
-            (saw_next_file, "next file number"),
-            (saw_last_sequence, "last sequence"),
-            (saw_log_head, "log head"),
-        ]
-        .into_iter()
-        .find_map(|(seen, what)| (!seen).then_some(what));
+        let missing =
+            [(saw_next_file, "next file number"), (saw_last_sequence, "last sequence"), (saw_log_head, "log head")]
+                .into_iter()
+                .find_map(|(seen, what)| (!seen).then_some(what));
         if let Some(what) = missing {
             return Err(Error::corruption(&path, end.valid_len, format!("MANIFEST never records the {what}")));
         }
