@@ -70,7 +70,8 @@ impl<'a> VersionBuilder<'a> {
                     meta.number, meta.smallest, meta.largest
                 ));
             }
-            let live_in_base = changes.in_base(self.base.files(level), meta.number) && !changes.deleted.contains(&meta.number);
+            let live_in_base =
+                changes.in_base(self.base.files(level), meta.number) && !changes.deleted.contains(&meta.number);
             if live_in_base || changes.added.contains_key(&meta.number) {
                 return Err(format!("adds file {} to level {level}, which already holds it", meta.number));
             }

@@ -1,4 +1,4 @@
-//! The MANIFEST file (a checksummed log of encoded [`VersionEdit`]s) and the `CURRENT` file that
+//! The MANIFEST file (a checksummed log of encoded [`VersionEdit`](super::VersionEdit)s) and the `CURRENT` file that
 //! names the live MANIFEST. Byte layout: `docs/format/manifest.md`.
 //!
 //! ```text

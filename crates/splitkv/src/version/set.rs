@@ -118,12 +118,17 @@ pub struct VersionSet {
 
 impl VersionSet {
     /// Creates the version state of a new, empty database in `dir`: writes `MANIFEST-000001`
-    /// holding a snapshot edit, syncs it and points `CURRENT` at it.
+    /// holding a snapshot edit, syncs it and points `CURRENT` at it. Refuses a directory that
+    /// already has a `CURRENT`, so an existing database is never overwritten.
     pub fn create(fs: Arc<dyn FileSystem>, dir: &Path, num_levels: usize) -> Result<VersionSet> {
         if num_levels == 0 {
             return Err(Error::InvalidArgument("a database needs at least one level".into()));
         }
         fs.create_dir_all(dir)?;
+        let current = crate::filenames::current_file(dir);
+        if fs.exists(&current) {
+            return Err(Error::InvalidArgument(format!("a database already exists at {}", dir.display())));
+        }
         let mut set = VersionSet::with_state(fs, dir, Version::empty(num_levels), Counters::new(num_levels));
         set.log_and_apply(VersionEdit::default())?;
         Ok(set)
@@ -162,13 +167,10 @@ impl VersionSet {
             saw_log_head |= edit.log_head.is_some();
             Ok(())
         })?;
-        let missing = [
-            (saw_next_file, "next file number"),
-            (saw_last_sequence, "last sequence"),
-            (saw_log_head, "log head"),
-        ]
-        .into_iter()
-        .find_map(|(seen, what)| (!seen).then_some(what));
+        let missing =
+            [(saw_next_file, "next file number"), (saw_last_sequence, "last sequence"), (saw_log_head, "log head")]
+                .into_iter()
+                .find_map(|(seen, what)| (!seen).then_some(what));
         if let Some(what) = missing {
             return Err(Error::corruption(&path, end.valid_len, format!("MANIFEST never records the {what}")));
         }

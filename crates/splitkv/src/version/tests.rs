@@ -200,6 +200,7 @@ fn create_apply_recover_gives_the_same_state() {
     let dir = tempfile::tempdir().unwrap();
     let mut set = VersionSet::create(os_fs(), dir.path(), LEVELS).unwrap();
     assert_eq!(set.manifest_number(), FileNumber(1));
+    assert!(matches!(VersionSet::create(os_fs(), dir.path(), LEVELS), Err(Error::InvalidArgument(_))));
     apply_history(&mut set);
     let before = observe(&set);
     assert_eq!(numbers(set.current().files(1)), [4]);
@@ -381,4 +382,107 @@ fn failed_edit_installs_nothing() {
     assert!(matches!(set.log_and_apply(bad), Err(Error::InvalidArgument(_))));
     assert_eq!(observe(&set).segments, before.segments);
     assert!(set.current().all_files().next().is_none());
+}
+
+/// Delegates to the OS file system but fails every file sync while `fail_syncs` is set.
+struct FailingSyncs {
+    inner: OsFileSystem,
+    fail_syncs: Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct FailingFile {
+    inner: Box<dyn crate::fs::WritableFile>,
+    fail_syncs: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl crate::fs::WritableFile for FailingFile {
+    fn append(&mut self, data: &[u8]) -> crate::Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> crate::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> crate::Result<()> {
+        if self.fail_syncs.load(std::sync::atomic::Ordering::SeqCst) {
+            self.inner.flush()?;
+            return Err(std::io::Error::other("injected sync failure").into());
+        }
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl FileSystem for FailingSyncs {
+    fn create(&self, path: &Path) -> crate::Result<Box<dyn crate::fs::WritableFile>> {
+        Ok(Box::new(FailingFile { inner: self.inner.create(path)?, fail_syncs: self.fail_syncs.clone() }))
+    }
+    fn open_append(&self, path: &Path) -> crate::Result<Box<dyn crate::fs::WritableFile>> {
+        Ok(Box::new(FailingFile { inner: self.inner.open_append(path)?, fail_syncs: self.fail_syncs.clone() }))
+    }
+    fn open(&self, path: &Path) -> crate::Result<Arc<dyn crate::fs::RandomAccessFile>> {
+        self.inner.open(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> crate::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn list(&self, dir: &Path) -> crate::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> crate::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn remove(&self, path: &Path) -> crate::Result<()> {
+        self.inner.remove(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> crate::Result<()> {
+        self.inner.remove_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> crate::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> crate::Result<()> {
+        self.inner.truncate(path, len)
+    }
+    fn sync_dir(&self, dir: &Path) -> crate::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> crate::Result<Box<dyn crate::fs::FileLock>> {
+        self.inner.lock(path)
+    }
+}
+
+#[test]
+fn failed_manifest_sync_installs_nothing_and_next_edit_starts_a_new_manifest() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let fail_syncs = Arc::new(AtomicBool::new(false));
+    let fs: Arc<dyn FileSystem> = Arc::new(FailingSyncs { inner: OsFileSystem, fail_syncs: fail_syncs.clone() });
+    let mut set = VersionSet::create(fs.clone(), dir.path(), LEVELS).unwrap();
+    let mut edit = VersionEdit::default();
+    edit.add_segment(SegmentId(1));
+    set.log_and_apply(edit).unwrap();
+    let before = observe(&set);
+
+    fail_syncs.store(true, Ordering::SeqCst);
+    let mut failing = VersionEdit::default();
+    failing.add_segment(SegmentId(2));
+    assert!(matches!(set.log_and_apply(failing), Err(Error::Io(_))));
+    assert_eq!(observe(&set).segments, before.segments);
+    assert_eq!(set.manifest_number(), FileNumber(1));
+
+    fail_syncs.store(false, Ordering::SeqCst);
+    let mut retry = VersionEdit::default();
+    retry.add_segment(SegmentId(3));
+    set.log_and_apply(retry).unwrap();
+    assert_ne!(set.manifest_number(), FileNumber(1), "appending after a failed write must not happen");
+    let after = observe(&set);
+    drop(set);
+    let recovered = VersionSet::recover(fs, dir.path(), LEVELS).unwrap();
+    assert_eq!(observe(&recovered), after);
+    assert_eq!(recovered.segments().keys().copied().collect::<Vec<_>>(), [SegmentId(1), SegmentId(3)]);
 }
