@@ -496,7 +496,9 @@ impl DbInner {
                 for (rec, ptr) in records.iter().zip(pointers) {
                     let (kind, value) = match rec.kind {
                         RecordKind::Delete => (ValueKind::Deletion, Bytes::new()),
-                        RecordKind::Put if rec.value.len() >= threshold => (ValueKind::Pointer, Bytes::from(ptr.encode())),
+                        RecordKind::Put if rec.value.len() >= threshold => {
+                            (ValueKind::Pointer, Bytes::from(ptr.encode()))
+                        }
                         RecordKind::Put => (ValueKind::Inline, Bytes::copy_from_slice(rec.value)),
                     };
                     index_records.push(IndexRecord { user_key: rec.key, seq: rec.seq, kind, value, log_pointer: ptr });

@@ -58,7 +58,10 @@ fn data_survives_flush_compaction_and_reopen() -> Result<()> {
                 db.delete(key(i))?;
             }
             db.flush()?;
-            assert!(db.stats().levels.iter().map(|l| l.files).sum::<usize>() > 0, "threshold {t}: no table after flush");
+            assert!(
+                db.stats().levels.iter().map(|l| l.files).sum::<usize>() > 0,
+                "threshold {t}: no table after flush"
+            );
             db.compact_range(None, None)?;
             let stats = db.stats();
             assert_eq!(stats.levels[0].files, 0, "threshold {t}: L0 not empty after full compaction");

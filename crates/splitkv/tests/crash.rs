@@ -79,11 +79,18 @@ fn crash_at_every_io_point_keeps_synced_writes() -> Result<()> {
             let ctx = format!("threshold {threshold}, crash after {point} of {total} I/O operations, torn {torn:?}");
             let db = Db::open("/db", env.options(small_options(threshold)))
                 .unwrap_or_else(|e| panic!("{ctx}: reopen failed: {e}"));
-            check_recovered(&db, acked, last_synced, &ctx)?;
+            check_recovered(&db, acked, last_synced, &ctx).unwrap_or_else(|e| {
+                panic!(
+                    "{ctx}: {e}\n{}\nfiles: {:?}",
+                    db.property("splitkv.sstables").unwrap_or_default(),
+                    env.mem.file_names(std::path::Path::new("/db"))
+                )
+            });
             // The recovered database accepts writes and survives another clean reopen.
-            db.put(b"after", b"crash")?;
+            db.put(b"after", b"crash").unwrap_or_else(|e| panic!("{ctx}: write after recovery: {e}"));
             drop(db);
-            let db = Db::open("/db", env.options(small_options(threshold)))?;
+            let db = Db::open("/db", env.options(small_options(threshold)))
+                .unwrap_or_else(|e| panic!("{ctx}: second reopen: {e}"));
             assert_eq!(db.get(b"after")?.as_deref(), Some(&b"crash"[..]), "{ctx}");
         }
     }

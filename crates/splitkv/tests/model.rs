@@ -26,10 +26,8 @@ fn seeds() -> Vec<u64> {
     if let Ok(list) = std::env::var("SPLITKV_MODEL_SEEDS") {
         return list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
     }
-    let fresh = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(7);
+    let fresh =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(7);
     vec![1, 2, 3, 4, 5, 6, fresh, fresh.rotate_left(17) ^ 0x5eed]
 }
 
@@ -198,7 +196,10 @@ impl Harness {
     fn reopen(&mut self) {
         self.snapshots.clear();
         drop(self.db.take());
-        self.db = Some(Db::open("/db", self.env.options(small_options(self.threshold))).unwrap_or_else(|e| panic!("{}: reopen: {e}", self.ctx())));
+        self.db = Some(
+            Db::open("/db", self.env.options(small_options(self.threshold)))
+                .unwrap_or_else(|e| panic!("{}: reopen: {e}", self.ctx())),
+        );
     }
 
     fn crash(&mut self) {
@@ -307,7 +308,9 @@ fn random_operations_match_the_model() {
     let steps = steps();
     for seed in seeds() {
         for threshold in THRESHOLDS {
-            eprintln!("model test: seed {seed} threshold {threshold} steps {steps} (rerun with SPLITKV_MODEL_SEEDS={seed})");
+            eprintln!(
+                "model test: seed {seed} threshold {threshold} steps {steps} (rerun with SPLITKV_MODEL_SEEDS={seed})"
+            );
             Harness::new(seed, threshold).run(steps);
         }
     }

@@ -56,7 +56,16 @@ impl<'a> TableSink<'a> {
         max_file_size: u64,
         new_file_number: &'a mut dyn FnMut() -> FileNumber,
     ) -> Self {
-        TableSink { fs, dir, options, max_file_size, new_file_number, current: None, outputs: Vec::new(), bytes_written: 0 }
+        TableSink {
+            fs,
+            dir,
+            options,
+            max_file_size,
+            new_file_number,
+            current: None,
+            outputs: Vec::new(),
+            bytes_written: 0,
+        }
     }
 
     /// Appends an entry; keys must arrive in internal-key order.

@@ -174,7 +174,12 @@ mod tests {
 
     #[test]
     fn level_targets_grow_by_multiplier() {
-        let o = Options { num_levels: 4, max_bytes_for_level_base: 10, max_bytes_for_level_multiplier: 10.0, ..Options::default() };
+        let o = Options {
+            num_levels: 4,
+            max_bytes_for_level_base: 10,
+            max_bytes_for_level_multiplier: 10.0,
+            ..Options::default()
+        };
         assert_eq!(LevelsSnapshot::max_bytes_for_levels(&o), vec![0, 10, 100, 1000]);
     }
 }

@@ -75,11 +75,7 @@ impl Inode {
 
     /// The inode as it would be found after power loss, keeping `tail_kept` unsynced bytes.
     fn after_crash(&self, tail_kept: usize) -> Inode {
-        let mut survivor = Inode {
-            data: self.data.clone(),
-            synced_len: self.synced_len,
-            holes: self.holes.clone(),
-        };
+        let mut survivor = Inode { data: self.data.clone(), synced_len: self.synced_len, holes: self.holes.clone() };
         let len = (self.synced_len + tail_kept).min(self.data.len());
         survivor.set_len(len);
         survivor.synced_len = len;
@@ -234,12 +230,7 @@ impl MemFileSystem {
     pub fn total_bytes(&self) -> u64 {
         let state = self.state.lock();
         let mut seen = BTreeSet::new();
-        state
-            .live
-            .values()
-            .filter(|inode| seen.insert(Arc::as_ptr(inode)))
-            .map(|inode| inode.lock().len())
-            .sum()
+        state.live.values().filter(|inode| seen.insert(Arc::as_ptr(inode))).map(|inode| inode.lock().len()).sum()
     }
 }
 

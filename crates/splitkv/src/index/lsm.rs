@@ -186,7 +186,8 @@ impl Shared {
     }
 
     fn install_super_version(&self, state: &State) {
-        let sv = SuperVersion { mem: Arc::clone(&state.mem), imm: state.imm.clone(), version: state.versions.current() };
+        let sv =
+            SuperVersion { mem: Arc::clone(&state.mem), imm: state.imm.clone(), version: state.versions.current() };
         *self.super_version.write() = Arc::new(sv);
     }
 
@@ -233,6 +234,8 @@ impl Shared {
             let levels = self.levels_snapshot(&version);
             let sched = self.scheduler_state();
             let Some(pick) = state.policy.pick(&levels, &sched) else {
+                // Sleeping with the version pinned would keep its obsolete files on disk.
+                drop(version);
                 self.work_cv.wait(&mut state);
                 continue;
             };
@@ -247,7 +250,7 @@ impl Shared {
                         self.options.target_file_size,
                     );
                     if let Some(compaction) = picked {
-                        if let Err(e) = self.run_compaction(&compaction) {
+                        if let Err(e) = self.run_compaction(compaction) {
                             let mut st = self.state.lock();
                             self.set_bg_error(&mut st, &e);
                         }
@@ -296,8 +299,7 @@ impl Shared {
         if !imm.is_empty() {
             let mut numbers = Some(number);
             let mut next_number = || numbers.take().expect("a flush writes exactly one table");
-            let mut sink =
-                TableSink::new(&self.fs, &self.dir, self.table_options.clone(), u64::MAX, &mut next_number);
+            let mut sink = TableSink::new(&self.fs, &self.dir, self.table_options.clone(), u64::MAX, &mut next_number);
             let mut it = imm.iter();
             it.seek_to_first()?;
             while it.valid() {
@@ -323,7 +325,7 @@ impl Shared {
     }
 
     /// Runs one compaction (or trivial move) and publishes its result.
-    fn run_compaction(&self, compaction: &Compaction) -> Result<()> {
+    fn run_compaction(&self, compaction: Compaction) -> Result<()> {
         let level = compaction.level;
         let mut edit = VersionEdit::default();
         if let Some(largest) = compaction.largest_input_key() {
@@ -341,13 +343,14 @@ impl Shared {
             state.versions.log_and_apply(edit)?;
             self.install_super_version(&state);
             self.done_cv.notify_all();
+            drop(state);
+            drop(compaction);
+            self.delete_obsolete_files();
             return Ok(());
         }
 
-        let smallest_snapshot = self
-            .snapshots
-            .oldest()
-            .unwrap_or(SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
+        let smallest_snapshot =
+            self.snapshots.oldest().unwrap_or(SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
         let mut allocated = Vec::new();
         let result = {
             let mut new_file_number = || {
@@ -365,7 +368,7 @@ impl Shared {
                 }
             };
             exec::run(
-                compaction,
+                &compaction,
                 CompactionContext {
                     fs: &self.fs,
                     dir: &self.dir,
@@ -381,6 +384,8 @@ impl Shared {
             self.fs.sync_dir(&self.dir)?;
             Ok(res)
         });
+        // Release the input version so its files can be judged obsolete below.
+        drop(compaction);
         let mut state = self.state.lock();
         for n in &allocated {
             state.pending_outputs.remove(n);
@@ -410,17 +415,19 @@ impl Shared {
 
     /// Deletes tables no live version references and superseded MANIFESTs.
     fn delete_obsolete_files(&self) {
-        let (live, manifest) = {
+        // Tables numbered at or above `first_unknown` may be created after this snapshot of the
+        // live set (a compaction allocating its next output), so they are never judged here.
+        let (live, manifest, first_unknown) = {
             let mut state = self.state.lock();
             let mut live = state.versions.live_files();
             live.extend(state.pending_outputs.iter().copied());
-            (live, state.versions.manifest_number())
+            (live, state.versions.manifest_number(), state.versions.next_file_number())
         };
         let Ok(names) = self.fs.list(&self.dir) else { return };
         for name in names {
             let obsolete = match parse_file_name(&name) {
                 Some(FileKind::Table(n)) => {
-                    let dead = !live.contains(&n);
+                    let dead = n.0 < first_unknown && !live.contains(&n);
                     if dead {
                         self.table_cache.evict(n);
                     }
@@ -436,7 +443,13 @@ impl Shared {
         }
     }
 
-    fn get_from_tables(&self, version: &Version, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
+    fn get_from_tables(
+        &self,
+        version: &Version,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        fill_cache: bool,
+    ) -> Result<Option<IndexValue>> {
         let lookup = seek_key(user_key, seq);
         let mut found = None;
         let mut error = None;
@@ -462,7 +475,8 @@ impl Shared {
             return Err(e);
         }
         let Some((ikey, value)) = found else { return Ok(None) };
-        let parsed = parse_internal_key(&ikey).ok_or_else(|| Error::corruption(&self.dir, 0, "malformed internal key in table"))?;
+        let parsed = parse_internal_key(&ikey)
+            .ok_or_else(|| Error::corruption(&self.dir, 0, "malformed internal key in table"))?;
         decode_index_value(parsed.kind, value).transpose()
     }
 }
@@ -626,11 +640,18 @@ impl Index for LsmIndex {
         self.wait_for_flush()?;
         let s = &self.shared;
         let _guard = s.compaction_lock.lock();
-        let num_levels = s.options.num_levels;
-        for level in 0..num_levels.saturating_sub(1) {
+        // Like LevelDB: push the range down to the deepest level that already holds part of it,
+        // so data ends where a full compaction would leave it without rewriting empty levels.
+        let deepest = {
             let version = s.state.lock().versions.current();
-            if let Some(c) = picker::range_inputs(&version, level, begin, end, s.options.target_file_size) {
-                s.run_compaction(&c)?;
+            (1..version.num_levels()).rev().find(|&l| !version.overlapping_files(l, begin, end).is_empty()).unwrap_or(1)
+        };
+        for level in 0..deepest {
+            let version = s.state.lock().versions.current();
+            let picked = picker::range_inputs(&version, level, begin, end, s.options.target_file_size);
+            drop(version);
+            if let Some(c) = picked {
+                s.run_compaction(c)?;
             }
         }
         Ok(())
@@ -640,9 +661,14 @@ impl Index for LsmIndex {
         let s = &self.shared;
         let sv = s.super_version();
         stats.levels = (0..sv.version.num_levels())
-            .map(|level| LevelStats { level, files: sv.version.files(level).len(), bytes: sv.version.level_bytes(level) })
+            .map(|level| LevelStats {
+                level,
+                files: sv.version.files(level).len(),
+                bytes: sv.version.level_bytes(level),
+            })
             .collect();
-        stats.memtable_bytes = (sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())) as u64;
+        stats.memtable_bytes =
+            (sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())) as u64;
         stats.block_cache_hits = s.block_cache.hits();
         stats.block_cache_misses = s.block_cache.misses();
         let state = s.state.lock();
@@ -685,9 +711,9 @@ impl Index for LsmIndex {
             "splitkv.total-sst-bytes" => {
                 Some((0..sv.version.num_levels()).map(|l| sv.version.level_bytes(l)).sum::<u64>().to_string())
             }
-            "splitkv.memtable-bytes" => Some(
-                (sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())).to_string(),
-            ),
+            "splitkv.memtable-bytes" => {
+                Some((sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())).to_string())
+            }
             _ => None,
         }
     }

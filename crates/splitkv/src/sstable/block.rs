@@ -157,17 +157,16 @@ impl Block {
     fn entry_header(&self, offset: usize) -> BlockResult<(usize, usize, usize, usize)> {
         let area = &self.data[offset..self.restarts_start];
         // Most entries have three one-byte varints.
-        let (shared, non_shared, value_len, header_len) =
-            if area.len() >= 3 && (area[0] | area[1] | area[2]) < 0x80 {
-                (area[0] as usize, area[1] as usize, area[2] as usize, 3)
-            } else {
-                let mut src = area;
-                let bad = BlockError { offset, reason: "truncated entry header" };
-                let shared = get_varint32(&mut src).ok_or(bad)? as usize;
-                let non_shared = get_varint32(&mut src).ok_or(bad)? as usize;
-                let value_len = get_varint32(&mut src).ok_or(bad)? as usize;
-                (shared, non_shared, value_len, area.len() - src.len())
-            };
+        let (shared, non_shared, value_len, header_len) = if area.len() >= 3 && (area[0] | area[1] | area[2]) < 0x80 {
+            (area[0] as usize, area[1] as usize, area[2] as usize, 3)
+        } else {
+            let mut src = area;
+            let bad = BlockError { offset, reason: "truncated entry header" };
+            let shared = get_varint32(&mut src).ok_or(bad)? as usize;
+            let non_shared = get_varint32(&mut src).ok_or(bad)? as usize;
+            let value_len = get_varint32(&mut src).ok_or(bad)? as usize;
+            (shared, non_shared, value_len, area.len() - src.len())
+        };
         if area.len() - header_len < non_shared + value_len {
             return Err(BlockError { offset, reason: "entry runs past the end of the block" });
         }
@@ -225,7 +224,15 @@ impl BlockIter {
     /// An unpositioned cursor over `block`.
     pub fn new(block: Block) -> Self {
         let end = block.restarts_start;
-        BlockIter { block, current: end, next_offset: end, restart_index: 0, key: Vec::new(), value_start: 0, value_end: 0 }
+        BlockIter {
+            block,
+            current: end,
+            next_offset: end,
+            restart_index: 0,
+            key: Vec::new(),
+            value_start: 0,
+            value_end: 0,
+        }
     }
 
     /// True if positioned on an entry.

@@ -94,7 +94,8 @@ impl TableBuilder {
             return Ok(());
         }
         let raw = self.data_block.finish();
-        let handle = write_block(&mut *self.file, &mut self.offset, raw, self.opts.compression, &mut self.compression_scratch)?;
+        let handle =
+            write_block(&mut *self.file, &mut self.offset, raw, self.opts.compression, &mut self.compression_scratch)?;
         self.data_block.reset();
         self.pending_handle = Some(handle);
         Ok(())
@@ -111,7 +112,13 @@ impl TableBuilder {
             Some(f) => {
                 let bits = f.finish();
                 // Filter bits are random by design: compressing them would only cost CPU.
-                write_block(&mut *self.file, &mut self.offset, &bits, CompressionType::None, &mut self.compression_scratch)?
+                write_block(
+                    &mut *self.file,
+                    &mut self.offset,
+                    &bits,
+                    CompressionType::None,
+                    &mut self.compression_scratch,
+                )?
             }
             None => BlockHandle { offset: self.offset, size: 0 },
         };

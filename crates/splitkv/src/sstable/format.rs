@@ -89,7 +89,11 @@ pub(crate) fn index_kind_from_byte(b: u8) -> Option<IndexBlockKind> {
 /// `lz4_flex::block::compress_prepend_size`, reused for zstd so both decode the same way).
 /// A block is stored raw unless compression saves at least an eighth: below that, the CPU spent
 /// decompressing on every cache miss is not worth the bytes.
-pub(crate) fn compress_block<'a>(raw: &'a [u8], compression: CompressionType, scratch: &'a mut Vec<u8>) -> (&'a [u8], u8) {
+pub(crate) fn compress_block<'a>(
+    raw: &'a [u8],
+    compression: CompressionType,
+    scratch: &'a mut Vec<u8>,
+) -> (&'a [u8], u8) {
     let compressed = match compression {
         CompressionType::None => return (raw, 0),
         CompressionType::Lz4 => {
@@ -142,7 +146,9 @@ pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: Block
     let stored_crc = u32::from_le_bytes([buf[body_len + 1], buf[body_len + 2], buf[body_len + 3], buf[body_len + 4]]);
     let actual_crc = masked_crc(&buf[..=body_len]);
     if stored_crc != actual_crc {
-        return Err(corrupt(format!("block checksum mismatch (stored {stored_crc:#010x}, computed {actual_crc:#010x})")));
+        return Err(corrupt(format!(
+            "block checksum mismatch (stored {stored_crc:#010x}, computed {actual_crc:#010x})"
+        )));
     }
     buf.truncate(body_len);
     match type_byte {
@@ -157,7 +163,8 @@ fn decompress(body: &[u8], type_byte: u8) -> std::result::Result<Vec<u8>, String
     let raw_len = get_fixed32(&mut src).ok_or("compressed block shorter than its length prefix")? as usize;
     let out = if type_byte == 1 {
         let mut out = vec![0u8; raw_len];
-        let n = lz4_flex::block::decompress_into(src, &mut out).map_err(|e| format!("lz4 decompression failed: {e}"))?;
+        let n =
+            lz4_flex::block::decompress_into(src, &mut out).map_err(|e| format!("lz4 decompression failed: {e}"))?;
         out.truncate(n);
         out
     } else {
@@ -227,7 +234,8 @@ impl Footer {
         if crc != stored_crc {
             return Err(format!("footer checksum mismatch (stored {stored_crc:#010x}, computed {crc:#010x})"));
         }
-        let index_kind = index_kind_from_byte(kind_byte).ok_or_else(|| format!("unknown index block kind {kind_byte}"))?;
+        let index_kind =
+            index_kind_from_byte(kind_byte).ok_or_else(|| format!("unknown index block kind {kind_byte}"))?;
         let filter = BlockHandle { offset: filter_offset, size: filter_size };
         let index = BlockHandle { offset: index_offset, size: index_size };
         let meta_end = file_size.saturating_sub(FOOTER_LEN as u64);

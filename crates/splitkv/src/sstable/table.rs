@@ -76,7 +76,8 @@ impl Table {
             }
             other => other,
         })?;
-        let footer = Footer::decode(&footer_bytes, size).map_err(|reason| Error::corruption(&path, footer_offset, reason))?;
+        let footer =
+            Footer::decode(&footer_bytes, size).map_err(|reason| Error::corruption(&path, footer_offset, reason))?;
         let index_data = read_block(&*file, &path, footer.index)?;
         let index: Box<dyn IndexBlock> = match footer.index_kind {
             IndexBlockKind::Binary => Box::new(
@@ -185,7 +186,8 @@ impl Table {
         let mut entries = 0u64;
         for i in 0..self.index.len() {
             let handle = self.index.block_handle(i);
-            let corrupt = |reason: &str| Error::corruption(&self.path, handle.offset, format!("data block {i}: {reason}"));
+            let corrupt =
+                |reason: &str| Error::corruption(&self.path, handle.offset, format!("data block {i}: {reason}"));
             let data = read_block(&*self.file, &self.path, handle)?;
             let block = Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))?;
             let mut it = BlockIter::new(block);

@@ -10,7 +10,7 @@ use super::*;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, OsFileSystem, RandomAccessFile};
 use crate::iter::InternalIterator;
-use crate::types::{internal_key, FileNumber, parse_internal_key, seek_key, SequenceNumber, ValueKind, MAX_SEQUENCE};
+use crate::types::{internal_key, parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind, MAX_SEQUENCE};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -344,7 +344,14 @@ impl RandomAccessFile for BufferFile {
 /// Opens a damaged copy and exercises every read path; the first error, if any.
 fn exercise(bytes: Vec<u8>, entries: &Entries) -> Result<()> {
     let size = bytes.len() as u64;
-    let table = Table::open(Arc::new(BufferFile(bytes)), PathBuf::from("t.sst"), FileNumber(1), size, &TableOptions::default(), None)?;
+    let table = Table::open(
+        Arc::new(BufferFile(bytes)),
+        PathBuf::from("t.sst"),
+        FileNumber(1),
+        size,
+        &TableOptions::default(),
+        None,
+    )?;
     let mut first_error = table.verify().err();
     let mut it = table.iter(false);
     let mut record = |r: Result<()>| {
