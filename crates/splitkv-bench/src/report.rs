@@ -63,7 +63,11 @@ impl OpStats {
         if let Some(hist) = &mut self.latencies_nanos {
             let now = Instant::now();
             let nanos = (now - self.last_op_finish).as_nanos();
-            hist.saturating_record(u64::try_from(nanos).unwrap_or(u64::MAX));
+            let nanos_u64 = u64::try_from(nanos).unwrap_or(u64::MAX);
+            // `record` grows the histogram; only values beyond its absolute limit are clamped.
+            if hist.record(nanos_u64).is_err() {
+                hist.saturating_record(nanos_u64);
+            }
             let micros = nanos as f64 / 1000.0;
             if micros > LONG_OP_MICROS && self.show_progress {
                 eprint!("long op: {micros:.1} micros{:30}\r", "");
@@ -328,6 +332,16 @@ mod tests {
         assert!(first_line.ends_with("MB/s (1 of 2 found)"), "{report}");
         assert!(report.contains("Microseconds per op:\nCount: 4  Average: "), "{report}");
         assert!(report.contains("P99.9: "), "{report}");
+    }
+
+    #[test]
+    fn histogram_keeps_latencies_far_above_its_initial_range() {
+        let mut stats = OpStats::start(true, false);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        stats.finished_single_op();
+        stats.stop();
+        let hist = stats.latencies_nanos.as_ref().expect("histogram is on");
+        assert!(hist.max() >= 2_000_000, "max {} ns", hist.max());
     }
 
     #[test]
