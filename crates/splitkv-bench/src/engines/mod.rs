@@ -1,0 +1,120 @@
+//! The [`Engine`] seam: the handful of operations db_bench needs, implemented once per storage
+//! engine so that every engine runs the same benchmark code with the same keys and values.
+//!
+//! Engines are shared by all benchmark threads (`Send + Sync`); each method is one engine call
+//! (or, for scans, one iterator) so the harness measures the engine and not adapter overhead.
+//! Engine tuning comes from [`Flags`]: an engine applies only the flags that were given and keeps
+//! its own defaults for the rest.
+
+#[cfg(feature = "leveldb")]
+pub mod leveldb;
+pub mod splitkv;
+
+use crate::flags::{EngineKind, Flags};
+
+/// Errors from an engine or its setup, as text: the harness only reports them.
+pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Result alias for engine calls.
+pub type BenchResult<T> = Result<T, BenchError>;
+
+/// One write in a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOp<'a> {
+    /// Set a key.
+    Put {
+        /// The key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+    },
+    /// Remove a key.
+    Delete {
+        /// The key.
+        key: &'a [u8],
+    },
+}
+
+/// Scan order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Ascending keys from the first.
+    Forward,
+    /// Descending keys from the last.
+    Reverse,
+}
+
+/// What a benchmark may ask of a storage engine.
+pub trait Engine: Send + Sync {
+    /// Writes one key.
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> BenchResult<()>;
+    /// Point lookup; returns the value's length if the key exists.
+    fn get(&self, key: &[u8]) -> BenchResult<Option<usize>>;
+    /// Removes one key.
+    fn delete(&self, key: &[u8], sync: bool) -> BenchResult<()>;
+    /// Applies `ops` atomically.
+    fn write_batch(&self, ops: &[WriteOp<'_>], sync: bool) -> BenchResult<()>;
+    /// Walks the whole key space in `direction` with one iterator, calling `visit(key, value)` for
+    /// each entry until it returns false.
+    fn scan(&self, direction: Direction, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()>;
+    /// Opens an iterator, seeks to `target` and reports whether it landed exactly on it.
+    fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool>;
+    /// Compacts the whole key range.
+    fn compact(&self) -> BenchResult<()>;
+    /// The engine's statistics report, if it has one.
+    fn stats_text(&self) -> Option<String>;
+    /// Closes the engine, surfacing any error a drop would hide.
+    fn close(self: Box<Self>) -> BenchResult<()>;
+}
+
+/// The version line db_bench prints to stderr before the header.
+pub fn version_line(flags: &Flags) -> String {
+    match flags.engine {
+        EngineKind::Splitkv => format!("splitkv:    version {}", env!("CARGO_PKG_VERSION")),
+        #[cfg(feature = "leveldb")]
+        EngineKind::LevelDb => leveldb::version_line(),
+        #[cfg(not(feature = "leveldb"))]
+        EngineKind::LevelDb => "LevelDB:    (not built in)".to_owned(),
+    }
+}
+
+/// Fails early when the selected engine was not compiled in.
+pub fn ensure_built_in(flags: &Flags) -> BenchResult<()> {
+    match flags.engine {
+        EngineKind::Splitkv => Ok(()),
+        #[cfg(feature = "leveldb")]
+        EngineKind::LevelDb => Ok(()),
+        #[cfg(not(feature = "leveldb"))]
+        EngineKind::LevelDb => Err(missing_leveldb_feature()),
+    }
+}
+
+/// Opens (creating if missing) the database at `flags.db` with the selected engine.
+pub fn open(flags: &Flags) -> BenchResult<Box<dyn Engine>> {
+    match flags.engine {
+        EngineKind::Splitkv => Ok(Box::new(splitkv::SplitkvEngine::open(flags)?)),
+        #[cfg(feature = "leveldb")]
+        EngineKind::LevelDb => Ok(Box::new(leveldb::LevelDbEngine::open(flags)?)),
+        #[cfg(not(feature = "leveldb"))]
+        EngineKind::LevelDb => Err(missing_leveldb_feature()),
+    }
+}
+
+/// Removes the database at `flags.db`; a database that does not exist is not an error.
+pub fn destroy(flags: &Flags) -> BenchResult<()> {
+    if !flags.db.exists() {
+        return Ok(());
+    }
+    match flags.engine {
+        EngineKind::Splitkv => splitkv::SplitkvEngine::destroy(flags),
+        #[cfg(feature = "leveldb")]
+        EngineKind::LevelDb => leveldb::LevelDbEngine::destroy(flags),
+        #[cfg(not(feature = "leveldb"))]
+        EngineKind::LevelDb => Err(missing_leveldb_feature()),
+    }
+}
+
+#[cfg(not(feature = "leveldb"))]
+fn missing_leveldb_feature() -> BenchError {
+    "--engine=leveldb needs a build with `--features leveldb` (and the system LevelDB library)".into()
+}

@@ -1,0 +1,159 @@
+//! [`SplitkvEngine`]: the benchmark's [`Engine`] over splitkv's public API.
+//!
+//! Options start from `splitkv::Options::default()` and only flags the user gave override them,
+//! so a run without tuning flags measures the engine as shipped. `Db` is shared by reference
+//! across benchmark threads; it does its own synchronisation.
+
+use splitkv::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+use super::{BenchResult, Direction, Engine, WriteOp};
+use crate::flags::{Compression, Flags};
+
+/// splitkv behind the benchmark seam.
+pub struct SplitkvEngine {
+    db: Db,
+}
+
+impl SplitkvEngine {
+    /// Opens the database at `flags.db`.
+    pub fn open(flags: &Flags) -> BenchResult<Self> {
+        let db = Db::open(&flags.db, options_from_flags(flags)?)?;
+        Ok(SplitkvEngine { db })
+    }
+
+    /// Removes the database at `flags.db`.
+    pub fn destroy(flags: &Flags) -> BenchResult<()> {
+        Db::destroy(&flags.db, &options_from_flags(flags)?)?;
+        Ok(())
+    }
+}
+
+/// splitkv's defaults with the given flags applied.
+pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
+    let mut options = Options::default();
+    if let Some(n) = flags.write_buffer_size {
+        options.write_buffer_size = n;
+    }
+    if let Some(n) = flags.block_size {
+        options.block_size = n;
+    }
+    if let Some(n) = flags.cache_size {
+        options.block_cache_capacity = n;
+    }
+    if let Some(n) = flags.bloom_bits {
+        options.bloom_bits_per_key = n;
+    }
+    if let Some(n) = flags.open_files {
+        options.max_open_files = n;
+    }
+    if let Some(kind) = flags.compression_type {
+        options.compression = match kind {
+            Compression::None => CompressionType::None,
+            Compression::Lz4 => CompressionType::Lz4,
+            Compression::Zstd => CompressionType::Zstd,
+            Compression::Snappy => return Err("splitkv has no snappy compression; use none, lz4 or zstd".into()),
+        };
+    }
+    if let Some(n) = flags.value_threshold {
+        options.value_threshold = n;
+    }
+    if let Some(n) = flags.segment_size {
+        options.segment_size = n;
+    }
+    if let Some(n) = flags.max_bytes_for_level_base {
+        options.max_bytes_for_level_base = n;
+    }
+    if let Some(n) = flags.target_file_size {
+        options.target_file_size = n;
+    }
+    Ok(options)
+}
+
+fn write_options(sync: bool) -> WriteOptions {
+    WriteOptions { sync }
+}
+
+impl Engine for SplitkvEngine {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> BenchResult<()> {
+        Ok(self.db.put_opt(&write_options(sync), key, value)?)
+    }
+
+    fn get(&self, key: &[u8]) -> BenchResult<Option<usize>> {
+        Ok(self.db.get(key)?.map(|value| value.len()))
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> BenchResult<()> {
+        Ok(self.db.delete_opt(&write_options(sync), key)?)
+    }
+
+    fn write_batch(&self, ops: &[WriteOp<'_>], sync: bool) -> BenchResult<()> {
+        let mut batch = WriteBatch::new();
+        for op in ops {
+            match *op {
+                WriteOp::Put { key, value } => batch.put(key, value),
+                WriteOp::Delete { key } => batch.delete(key),
+            };
+        }
+        Ok(self.db.write(&write_options(sync), batch)?)
+    }
+
+    fn scan(&self, direction: Direction, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()> {
+        let mut iter = self.db.iter(ReadOptions::default())?;
+        match direction {
+            Direction::Forward => iter.seek_to_first()?,
+            Direction::Reverse => iter.seek_to_last()?,
+        }
+        while iter.valid() && visit(iter.key(), iter.value()) {
+            match direction {
+                Direction::Forward => iter.next()?,
+                Direction::Reverse => iter.prev()?,
+            }
+        }
+        Ok(())
+    }
+
+    fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool> {
+        let mut iter = self.db.iter(ReadOptions::default())?;
+        iter.seek(target)?;
+        Ok(iter.valid() && iter.key() == target)
+    }
+
+    fn compact(&self) -> BenchResult<()> {
+        Ok(self.db.compact_range(None, None)?)
+    }
+
+    fn stats_text(&self) -> Option<String> {
+        Some(self.db.stats().to_string())
+    }
+
+    fn close(self: Box<Self>) -> BenchResult<()> {
+        Ok(self.db.close()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_keep_defaults_unless_flags_are_given() {
+        let defaults = Options::default();
+        let options = options_from_flags(&Flags::default()).unwrap();
+        assert_eq!(format!("{options:?}"), format!("{defaults:?}"));
+
+        let flags = crate::flags::parse([
+            "--value_threshold=max",
+            "--write_buffer_size=1048576",
+            "--compression_type=lz4",
+            "--max_file_size=2097152",
+        ])
+        .unwrap();
+        let options = options_from_flags(&flags).unwrap();
+        assert_eq!(options.value_threshold, usize::MAX);
+        assert_eq!(options.write_buffer_size, 1 << 20);
+        assert_eq!(options.compression, CompressionType::Lz4);
+        assert_eq!(options.target_file_size, 2 << 20);
+        assert_eq!(options.block_size, defaults.block_size);
+        assert!(options_from_flags(&crate::flags::parse(["--compression_type=snappy"]).unwrap()).is_err());
+    }
+}

@@ -1,0 +1,353 @@
+//! Command-line flags, parsed the way LevelDB's `db_bench` reads them: every argument is
+//! `--name=value`, booleans take `true|false|1|0` (a bare `--name` means true), and anything
+//! unrecognised is an error naming the offending argument.
+//!
+//! Engine tuning flags are `Option`s: `None` means "not given", so each engine keeps its own
+//! defaults (`splitkv::Options::default()`, LevelDB's `Options()`) unless the user overrides them,
+//! as `db_bench` does. [`Flags`] is plain data, parsed once and then shared read-only by every
+//! benchmark thread.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// The benchmarks `db_bench` runs when `--benchmarks` is not given (LevelDB 1.23's list, minus the
+/// codec micro-benchmarks that do not touch a database).
+pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillsync,fillrandom,overwrite,readrandom,readrandom,readseq,\
+readreverse,compact,readrandom,readseq,readreverse,fill100K";
+
+/// Which storage engine the benchmarks drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// This project's engine.
+    Splitkv,
+    /// LevelDB through its C API (needs the `leveldb` cargo feature).
+    LevelDb,
+}
+
+/// Block compression requested with `--compression_type`; engines reject kinds they lack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// No compression.
+    None,
+    /// Snappy (LevelDB's only codec).
+    Snappy,
+    /// LZ4.
+    Lz4,
+    /// Zstandard.
+    Zstd,
+}
+
+/// Every flag the benchmark understands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flags {
+    /// Benchmarks to run, in order.
+    pub benchmarks: Vec<String>,
+    /// Number of key-value pairs to place in the database.
+    pub num: u32,
+    /// Number of read operations; negative means `num`.
+    pub reads: i64,
+    /// Size of each value in bytes.
+    pub value_size: usize,
+    /// Fraction of each value that survives compression (the generator repeats random bytes).
+    pub compression_ratio: f64,
+    /// Concurrent threads per benchmark; each does the full operation count.
+    pub threads: usize,
+    /// Database directory.
+    pub db: PathBuf,
+    /// Keep the existing database: fill benchmarks are skipped, nothing is destroyed.
+    pub use_existing_db: bool,
+    /// Print a per-operation latency histogram after each benchmark.
+    pub histogram: bool,
+    /// Print the engine's statistics after each benchmark.
+    pub stats: bool,
+    /// Make every write durable before acknowledging it.
+    pub sync: bool,
+    /// Bytes of `a` prepended to every key (db_bench's `--key_prefix`).
+    pub key_prefix: usize,
+    /// Base of the per-thread random seeds; thread `n` (counted across benchmarks) uses base + n.
+    pub seed: u32,
+    /// Engine to drive.
+    pub engine: EngineKind,
+    /// Memtable size.
+    pub write_buffer_size: Option<usize>,
+    /// SSTable block size.
+    pub block_size: Option<usize>,
+    /// Block cache capacity in bytes.
+    pub cache_size: Option<usize>,
+    /// Bloom filter bits per key.
+    pub bloom_bits: Option<usize>,
+    /// Table cache size (open files).
+    pub open_files: Option<usize>,
+    /// Block compression.
+    pub compression_type: Option<Compression>,
+    /// splitkv: values at least this long go to the value log (`max` never separates).
+    pub value_threshold: Option<usize>,
+    /// splitkv: value-log segment size.
+    pub segment_size: Option<u64>,
+    /// Target size of level 1.
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Size at which an SSTable is cut (LevelDB's `max_file_size`).
+    pub target_file_size: Option<u64>,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Flags {
+            benchmarks: split_benchmarks(DEFAULT_BENCHMARKS),
+            num: 1_000_000,
+            reads: -1,
+            value_size: 100,
+            compression_ratio: 0.5,
+            threads: 1,
+            db: std::env::temp_dir().join("splitkvbench"),
+            use_existing_db: false,
+            histogram: false,
+            stats: false,
+            sync: false,
+            key_prefix: 0,
+            seed: 1000,
+            engine: EngineKind::Splitkv,
+            write_buffer_size: None,
+            block_size: None,
+            cache_size: None,
+            bloom_bits: None,
+            open_files: None,
+            compression_type: None,
+            value_threshold: None,
+            segment_size: None,
+            max_bytes_for_level_base: None,
+            target_file_size: None,
+        }
+    }
+}
+
+impl Flags {
+    /// Read operations per thread: `--reads`, or `--num` when it is negative.
+    pub fn reads_per_thread(&self) -> u64 {
+        u64::try_from(self.reads).unwrap_or(u64::from(self.num))
+    }
+}
+
+/// Why the command line was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FlagError {
+    /// The argument is not a known `--name=value` (db_bench's wording: `Invalid flag '...'`).
+    Invalid(String),
+    /// A known flag with a value that does not parse.
+    BadValue {
+        /// The whole argument.
+        arg: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// `--help` was given.
+    HelpRequested,
+}
+
+impl fmt::Display for FlagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FlagError::Invalid(arg) => write!(f, "Invalid flag '{arg}'"),
+            FlagError::BadValue { arg, expected } => write!(f, "Invalid flag '{arg}': expected {expected}"),
+            FlagError::HelpRequested => f.write_str(USAGE),
+        }
+    }
+}
+
+impl std::error::Error for FlagError {}
+
+/// Help text for `--help`.
+pub const USAGE: &str = "\
+usage: splitkv-bench [--name=value ...]
+  --benchmarks=LIST         comma-separated, run in order: fillseq fillbatch fillrandom overwrite
+                            fillsync fill100K readrandom readmissing readhot readrandomsmall readseq
+                            readreverse seekrandom deleterandom deleteseq compact stats
+  --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
+  --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
+  --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb
+  --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
+  --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
+  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N";
+
+fn split_benchmarks(list: &str) -> Vec<String> {
+    list.split(',').map(str::to_owned).collect()
+}
+
+/// Parses the arguments after the program name.
+pub fn parse<I, S>(args: I) -> Result<Flags, FlagError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let mut flags = Flags::default();
+    for arg in args {
+        apply(&mut flags, arg.as_ref())?;
+    }
+    Ok(flags)
+}
+
+fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
+    let invalid = || FlagError::Invalid(arg.to_owned());
+    let body = arg.strip_prefix("--").ok_or_else(invalid)?;
+    if body == "help" {
+        return Err(FlagError::HelpRequested);
+    }
+    let (name, value) = match body.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (body, None),
+    };
+    let bad = |expected| FlagError::BadValue { arg: arg.to_owned(), expected };
+    // Only booleans may omit `=value`.
+    let text = || value.ok_or_else(invalid);
+    let number = |expected| -> Result<u64, FlagError> { text()?.parse::<u64>().map_err(|_| bad(expected)) };
+    let size = || -> Result<usize, FlagError> { usize::try_from(number("a non-negative integer")?).map_err(|_| bad("a size")) };
+    let boolean = || -> Result<bool, FlagError> {
+        match value {
+            None | Some("true") | Some("1") => Ok(true),
+            Some("false") | Some("0") => Ok(false),
+            Some(_) => Err(bad("true, false, 1 or 0")),
+        }
+    };
+
+    match name {
+        "benchmarks" => flags.benchmarks = split_benchmarks(text()?),
+        "num" => {
+            // Keys are drawn by a 31-bit generator, as in db_bench.
+            let n = number("an integer below 2^31")?;
+            flags.num = u32::try_from(n).ok().filter(|n| *n < i32::MAX as u32).ok_or_else(|| bad("an integer below 2^31"))?;
+        }
+        "reads" => flags.reads = text()?.parse().map_err(|_| bad("an integer"))?,
+        "value_size" => flags.value_size = size()?,
+        "compression_ratio" => {
+            flags.compression_ratio =
+                text()?.parse::<f64>().ok().filter(|r| *r > 0.0 && *r <= 1.0).ok_or_else(|| bad("a ratio in (0, 1]"))?
+        }
+        "threads" => flags.threads = Some(size()?).filter(|t| *t >= 1).ok_or_else(|| bad("at least 1"))?,
+        "db" => flags.db = PathBuf::from(text()?),
+        "use_existing_db" => flags.use_existing_db = boolean()?,
+        "histogram" => flags.histogram = boolean()?,
+        "stats" => flags.stats = boolean()?,
+        "sync" => flags.sync = boolean()?,
+        "key_prefix" => flags.key_prefix = size()?,
+        "seed" => flags.seed = u32::try_from(number("a 32-bit integer")?).map_err(|_| bad("a 32-bit integer"))?,
+        "engine" => {
+            flags.engine = match text()? {
+                "splitkv" => EngineKind::Splitkv,
+                "leveldb" => EngineKind::LevelDb,
+                _ => return Err(bad("splitkv or leveldb")),
+            }
+        }
+        "write_buffer_size" => flags.write_buffer_size = Some(size()?),
+        "block_size" => flags.block_size = Some(size()?),
+        // db_bench spells "engine default" as a negative number for these two.
+        "cache_size" => flags.cache_size = negative_means_default(text()?).map_err(|_| bad("an integer"))?,
+        "bloom_bits" => flags.bloom_bits = negative_means_default(text()?).map_err(|_| bad("an integer"))?,
+        "open_files" => flags.open_files = Some(size()?),
+        "compression_type" => {
+            flags.compression_type = Some(match text()? {
+                "none" => Compression::None,
+                "snappy" => Compression::Snappy,
+                "lz4" => Compression::Lz4,
+                "zstd" => Compression::Zstd,
+                _ => return Err(bad("none, snappy, lz4 or zstd")),
+            })
+        }
+        "value_threshold" => {
+            flags.value_threshold = Some(match text()? {
+                "max" => usize::MAX,
+                _ => size()?,
+            })
+        }
+        "segment_size" => flags.segment_size = Some(number("a size")?),
+        "max_bytes_for_level_base" => flags.max_bytes_for_level_base = Some(number("a size")?),
+        "target_file_size" | "max_file_size" => flags.target_file_size = Some(number("a size")?),
+        _ => return Err(invalid()),
+    }
+    Ok(())
+}
+
+fn negative_means_default(text: &str) -> Result<Option<usize>, std::num::ParseIntError> {
+    let n: i64 = text.parse()?;
+    Ok(usize::try_from(n).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_db_bench() {
+        let f = parse::<_, &str>([]).unwrap();
+        assert_eq!(f.num, 1_000_000);
+        assert_eq!(f.reads_per_thread(), 1_000_000);
+        assert_eq!(f.value_size, 100);
+        assert_eq!(f.compression_ratio, 0.5);
+        assert_eq!(f.threads, 1);
+        assert!(!f.use_existing_db && !f.histogram && !f.sync);
+        assert_eq!(f.engine, EngineKind::Splitkv);
+        assert_eq!(f.benchmarks[0], "fillseq");
+        assert!(f.db.ends_with("splitkvbench"));
+        assert_eq!(f.value_threshold, None);
+    }
+
+    #[test]
+    fn parses_values_and_lists() {
+        let f = parse([
+            "--benchmarks=fillrandom,readrandom",
+            "--num=5000",
+            "--reads=100",
+            "--value_size=1024",
+            "--compression_ratio=1",
+            "--threads=2",
+            "--db=/x/y",
+            "--engine=leveldb",
+            "--compression_type=zstd",
+            "--bloom_bits=-1",
+            "--cache_size=1048576",
+            "--max_file_size=4096",
+            "--seed=7",
+        ])
+        .unwrap();
+        assert_eq!(f.benchmarks, vec!["fillrandom", "readrandom"]);
+        assert_eq!((f.num, f.reads_per_thread(), f.value_size, f.threads), (5000, 100, 1024, 2));
+        assert_eq!(f.compression_ratio, 1.0);
+        assert_eq!(f.db, PathBuf::from("/x/y"));
+        assert_eq!(f.engine, EngineKind::LevelDb);
+        assert_eq!(f.compression_type, Some(Compression::Zstd));
+        assert_eq!(f.bloom_bits, None);
+        assert_eq!(f.cache_size, Some(1 << 20));
+        assert_eq!(f.target_file_size, Some(4096));
+        assert_eq!(f.seed, 7);
+    }
+
+    #[test]
+    fn booleans_accept_words_digits_and_bare_names() {
+        let f = parse(["--histogram=true", "--use_existing_db=1", "--sync"]).unwrap();
+        assert!(f.histogram && f.use_existing_db && f.sync);
+        let f = parse(["--histogram=false", "--use_existing_db=0", "--sync=0"]).unwrap();
+        assert!(!f.histogram && !f.use_existing_db && !f.sync);
+        assert!(matches!(parse(["--histogram=yes"]), Err(FlagError::BadValue { .. })));
+    }
+
+    #[test]
+    fn value_threshold_accepts_max() {
+        assert_eq!(parse(["--value_threshold=max"]).unwrap().value_threshold, Some(usize::MAX));
+        assert_eq!(parse(["--value_threshold=0"]).unwrap().value_threshold, Some(0));
+        assert!(parse(["--value_threshold=huge"]).is_err());
+    }
+
+    #[test]
+    fn unknown_or_malformed_flags_are_invalid() {
+        let err = parse(["--num=10", "--no_such_flag=3"]).unwrap_err();
+        assert_eq!(err, FlagError::Invalid("--no_such_flag=3".into()));
+        assert_eq!(err.to_string(), "Invalid flag '--no_such_flag=3'");
+        assert_eq!(parse(["num=10"]).unwrap_err(), FlagError::Invalid("num=10".into()));
+        // A non-boolean flag without a value is as invalid as an unknown one.
+        assert_eq!(parse(["--num"]).unwrap_err(), FlagError::Invalid("--num".into()));
+        assert!(matches!(parse(["--num=ten"]), Err(FlagError::BadValue { .. })));
+        assert!(matches!(parse(["--num=4294967296"]), Err(FlagError::BadValue { .. })));
+        assert!(matches!(parse(["--threads=0"]), Err(FlagError::BadValue { .. })));
+        assert!(matches!(parse(["--engine=rocks"]), Err(FlagError::BadValue { .. })));
+        assert_eq!(parse(["--help"]).unwrap_err(), FlagError::HelpRequested);
+    }
+}
