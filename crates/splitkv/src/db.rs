@@ -156,6 +156,9 @@ impl Db {
             last_sequence: Arc::clone(&last_sequence),
             counters: Arc::clone(&counters),
         })?;
+        // A memtable rebuilt from a long log tail can exceed the write buffer; freeze it now so
+        // reads do not search one oversized skiplist until the next write arrives.
+        index.make_room(false)?;
         Ok(Db {
             inner: Arc::new(DbInner {
                 options,

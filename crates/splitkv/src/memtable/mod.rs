@@ -14,12 +14,54 @@ use std::sync::Arc;
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::iter::InternalIterator;
-use crate::types::{parse_internal_key, seek_key, InternalKey, LogPosition, SegmentId, SequenceNumber, ValueKind};
+use crate::types::{
+    compare_internal_keys, pack_trailer, parse_internal_key, LogPosition, SegmentId, SequenceNumber, ValueKind,
+    TRAILER_LEN,
+};
 
 /// Rough per-entry overhead of the skiplist node, for size accounting.
 const ENTRY_OVERHEAD: usize = 64;
+
+/// Internal keys up to this long are stored inside the skiplist node itself: a 16-byte user key
+/// plus its trailer fits, so a search compares keys without chasing a pointer per node.
+const INLINE_KEY_BYTES: usize = 24;
+
+/// An internal key as stored in the memtable, ordered by [`compare_internal_keys`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct MemKey(SmallVec<[u8; INLINE_KEY_BYTES]>);
+
+impl MemKey {
+    fn new(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> Self {
+        let mut key = SmallVec::with_capacity(user_key.len() + TRAILER_LEN);
+        key.extend_from_slice(user_key);
+        key.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+        MemKey(key)
+    }
+
+    fn from_encoded(ikey: &[u8]) -> Self {
+        MemKey(SmallVec::from_slice(ikey))
+    }
+
+    /// The encoded internal key.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Ord for MemKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        compare_internal_keys(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for MemKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 /// What a memtable knows about a key at a sequence number.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,7 +76,7 @@ pub enum Lookup {
 
 /// An ordered in-memory table of internal keys.
 pub struct Memtable {
-    map: SkipMap<InternalKey, Bytes>,
+    map: SkipMap<MemKey, Bytes>,
     approximate_bytes: AtomicUsize,
     /// Value-log position of this memtable's first record: once the memtable is flushed, replay
     /// can start here.
@@ -60,7 +102,7 @@ impl Memtable {
 
     /// Inserts one version.
     pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind, value: Bytes) {
-        let key = InternalKey::new(user_key, seq, kind);
+        let key = MemKey::new(user_key, seq, kind);
         self.approximate_bytes.fetch_add(key.0.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.max_sequence.fetch_max(seq.0, Ordering::Relaxed);
         self.map.insert(key, value);
@@ -68,11 +110,11 @@ impl Memtable {
 
     /// The newest version of `user_key` with sequence `<= seq`.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Lookup {
-        let target = InternalKey(seek_key(user_key, seq));
+        let target = MemKey::new(user_key, seq, ValueKind::FOR_SEEK);
         let Some(entry) = self.map.lower_bound(Bound::Included(&target)) else {
             return Lookup::Absent;
         };
-        match parse_internal_key(&entry.key().0) {
+        match parse_internal_key(entry.key().as_bytes()) {
             Some(p) if p.user_key == user_key => match p.kind {
                 ValueKind::Deletion => Lookup::Deleted,
                 kind => Lookup::Found(kind, entry.value().clone()),
@@ -128,10 +170,10 @@ impl Memtable {
 /// of borrowed skiplist entries (so it can be owned and sent) at the price of a `O(log n)` step.
 pub struct MemtableIterator {
     table: Arc<Memtable>,
-    current: Option<(InternalKey, Bytes)>,
+    current: Option<(MemKey, Bytes)>,
 }
 
-fn owned(entry: Option<crossbeam_skiplist::map::Entry<'_, InternalKey, Bytes>>) -> Option<(InternalKey, Bytes)> {
+fn owned(entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, Bytes>>) -> Option<(MemKey, Bytes)> {
     entry.map(|e| (e.key().clone(), e.value().clone()))
 }
 
@@ -151,7 +193,7 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
-        let target = InternalKey(target.to_vec());
+        let target = MemKey::from_encoded(target);
         self.current = owned(self.table.map.lower_bound(Bound::Included(&target)));
         Ok(())
     }
@@ -171,7 +213,7 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map(|(k, _)| k.0.as_slice()).unwrap_or_default()
+        self.current.as_ref().map(|(k, _)| k.as_bytes()).unwrap_or_default()
     }
 
     fn value(&self) -> &[u8] {
@@ -182,7 +224,7 @@ impl InternalIterator for MemtableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::user_key;
+    use crate::types::{seek_key, user_key};
 
     fn table() -> Arc<Memtable> {
         let m = Arc::new(Memtable::new(LogPosition::default()));
