@@ -18,11 +18,13 @@
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
@@ -36,8 +38,9 @@ use crate::memtable::Memtable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{Counters, Stats};
-use crate::types::{SequenceNumber, ValueKind, ValuePointer};
+use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::VersionSet;
+use crate::vlog::gc::{policy_for, GarbageCollector, GcHost, GcOutcome, GcSettings, SegmentStats};
 use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
 
 /// Most bytes a write leader gathers into one group; keeps a small write's latency bounded when
@@ -50,6 +53,9 @@ struct PendingWrite {
     sync: bool,
     /// Freeze the memtable even if it is not full (used by `flush`).
     force_flush: bool,
+    /// For GC relocations: the pointer each put replaces; a put is skipped if its key no
+    /// longer maps to that pointer when the leader writes it.
+    relocate_from: Option<Vec<ValuePointer>>,
     /// Set once the write is done (by the leader that wrote it).
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
@@ -65,12 +71,25 @@ struct DbInner {
     counters: Arc<Counters>,
     writers: Mutex<VecDeque<Arc<PendingWrite>>>,
     poisoned: Mutex<Option<String>>,
+    gc: GarbageCollector,
+    /// Point reads hold it shared between reading a pointer and reading its value; GC takes it
+    /// exclusively before deleting a segment, so no in-flight read loses its segment.
+    gc_barrier: RwLock<()>,
+    gc_stop: AtomicBool,
+    gc_wake: (Mutex<()>, Condvar),
     _lock: Box<dyn FileLock>,
+}
+
+impl PendingWrite {
+    fn new(batch: WriteBatch, sync: bool, force_flush: bool, relocate_from: Option<Vec<ValuePointer>>) -> Self {
+        PendingWrite { batch, sync, force_flush, relocate_from, result: Mutex::new(None), cv: Condvar::new() }
+    }
 }
 
 /// An open database.
 pub struct Db {
     inner: Arc<DbInner>,
+    gc_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -108,6 +127,13 @@ impl Db {
             VlogOptions { segment_size: options.segment_size, buffer_size: options.vlog_buffer_size },
         )?);
         let log_head = versions.log_head();
+        // A segment before the log head that the MANIFEST no longer lists was released by GC
+        // just before a crash: its removal was recorded, only the file deletion was lost.
+        for seg in vlog.segments() {
+            if seg.id < log_head.segment && !versions.segments().contains_key(&seg.id) {
+                vlog.remove_segment(seg.id)?;
+            }
+        }
         let mem = Arc::new(Memtable::new(log_head));
         let mut max_sequence = versions.last_sequence();
         let mut replayed_any = false;
@@ -159,8 +185,18 @@ impl Db {
         // A memtable rebuilt from a long log tail can exceed the write buffer; freeze it now so
         // reads do not search one oversized skiplist until the next write arrives.
         index.make_room(false)?;
-        Ok(Db {
-            inner: Arc::new(DbInner {
+        let gc = GarbageCollector::new(
+            policy_for(options.gc_policy),
+            GcSettings {
+                garbage_ratio: options.gc_garbage_ratio,
+                space_budget: options.gc_space_budget,
+                space_trigger: options.gc_space_trigger,
+                punch_holes: options.gc_punch_holes,
+                logical_space_factor: options.gc_logical_space_factor,
+            },
+        );
+        let background_gc = options.background_gc;
+        let inner = Arc::new(DbInner {
                 options,
                 dir,
                 vlog,
@@ -170,9 +206,23 @@ impl Db {
                 counters,
                 writers: Mutex::new(VecDeque::new()),
                 poisoned: Mutex::new(None),
+                gc,
+                gc_barrier: RwLock::new(()),
+                gc_stop: AtomicBool::new(false),
+                gc_wake: (Mutex::new(()), Condvar::new()),
                 _lock: lock,
-            }),
-        })
+        });
+        let gc_thread = if background_gc {
+            let worker = Arc::clone(&inner);
+            let handle = std::thread::Builder::new()
+                .name("splitkv-gc".into())
+                .spawn(move || worker.background_gc())
+                .map_err(Error::Io)?;
+            Some(handle)
+        } else {
+            None
+        };
+        Ok(Db { inner, gc_thread: Mutex::new(gc_thread) })
     }
 
     /// Deletes the database at `path` and everything splitkv owns in it.
@@ -199,8 +249,17 @@ impl Db {
     /// Stops background work and writes buffered log records to the OS. Unsynced writes stay
     /// unsynced, as in LevelDB; use [`WriteOptions::sync`] for durability.
     pub fn close(self) -> Result<()> {
-        self.inner.index.shutdown();
+        self.stop_background();
         self.inner.vlog.flush_buffer()
+    }
+
+    fn stop_background(&self) {
+        self.inner.gc_stop.store(true, Ordering::Release);
+        self.inner.gc_wake.1.notify_all();
+        if let Some(handle) = self.gc_thread.lock().take() {
+            let _ = handle.join();
+        }
+        self.inner.index.shutdown();
     }
 
     /// The database directory.
@@ -242,13 +301,7 @@ impl Db {
         if batch.is_empty() && !opts.sync {
             return Ok(());
         }
-        self.inner.submit(PendingWrite {
-            batch,
-            sync: opts.sync,
-            force_flush: false,
-            result: Mutex::new(None),
-            cv: Condvar::new(),
-        })
+        self.inner.submit(PendingWrite::new(batch, opts.sync, false, None))
     }
 
     /// The value of `key`, or `None`.
@@ -261,6 +314,7 @@ impl Db {
         let key = key.as_ref();
         let seq = self.inner.read_sequence(opts);
         Counters::add(&self.inner.counters.gets, 1);
+        let _no_segment_release = self.inner.gc_barrier.read();
         match self.inner.index.get(key, seq, opts.fill_cache)? {
             None => Ok(None),
             Some(IndexValue::Inline(v)) => Ok(Some(v)),
@@ -320,13 +374,7 @@ impl Db {
 
     /// Freezes the memtable and waits until it is written to an SSTable.
     pub fn flush(&self) -> Result<()> {
-        self.inner.submit(PendingWrite {
-            batch: WriteBatch::new(),
-            sync: false,
-            force_flush: true,
-            result: Mutex::new(None),
-            cv: Condvar::new(),
-        })?;
+        self.inner.submit(PendingWrite::new(WriteBatch::new(), false, true, None))?;
         self.inner.index.wait_for_flush()
     }
 
@@ -336,6 +384,27 @@ impl Db {
         self.inner.index.compact_range(begin, end)
     }
 
+    /// Collects value-log garbage now: flushes the memtable, compacts every level so that the
+    /// garbage statistics are exact, then cleans every segment holding garbage. Segments still
+    /// readable by an open snapshot or iterator are released once it is dropped (by a later GC
+    /// run).
+    pub fn run_gc(&self) -> Result<GcOutcome> {
+        self.compact_range(None, None)?;
+        let mut total = GcOutcome::default();
+        loop {
+            let run = self.inner.gc.run_once(self.inner.as_ref(), true)?;
+            total.bytes_read += run.bytes_read;
+            total.records_relocated += run.records_relocated;
+            total.bytes_relocated += run.bytes_relocated;
+            total.bytes_punched += run.bytes_punched;
+            total.segments_released.extend(run.segments_released);
+            if run.victim.is_none() {
+                return Ok(total);
+            }
+            total.victim = run.victim;
+        }
+    }
+
     /// A point-in-time report: levels, value-log segments, write amplification, stalls.
     pub fn stats(&self) -> Stats {
         let mut stats = Stats::default();
@@ -343,6 +412,13 @@ impl Db {
         stats.vlog_bytes_written = self.inner.vlog.bytes_written();
         stats.last_sequence = self.inner.last_sequence.load(Ordering::Acquire);
         self.inner.index.fill_stats(&mut stats);
+        let gc = self.inner.gc.totals();
+        stats.gc_runs = gc.runs;
+        stats.gc_bytes_read = gc.bytes_read;
+        stats.gc_bytes_relocated = gc.bytes_relocated;
+        stats.gc_bytes_punched = gc.bytes_punched;
+        stats.gc_segments_released = gc.segments_released;
+        stats.disk_bytes = self.inner.disk_bytes();
         stats
     }
 
@@ -362,7 +438,7 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        self.inner.index.shutdown();
+        self.stop_background();
         let _ = self.inner.vlog.flush_buffer();
     }
 }
@@ -400,13 +476,18 @@ impl DbInner {
     }
 
     fn cursor(self: &Arc<Self>, opts: ReadOptions) -> Result<DbIterator> {
-        let seq = self.read_sequence(&opts);
+        // Every cursor holds a snapshot, so GC keeps the segments it may still read.
+        let snapshot = match opts.snapshot {
+            Some(s) => s,
+            None => self.snapshots.acquire(SequenceNumber(self.last_sequence.load(Ordering::Acquire))),
+        };
+        let seq = snapshot.sequence();
         let inner = self.index.iter(opts.fill_cache)?;
         Ok(DbIterator {
             iter: DbIter::new(inner, seq, opts.lower_bound.clone(), opts.upper_bound.clone()),
             db: Arc::clone(self),
             value: Bytes::new(),
-            _snapshot: opts.snapshot,
+            _snapshot: snapshot,
         })
     }
 
@@ -440,9 +521,10 @@ impl DbInner {
             let mut bytes = 0;
             let mut group = Vec::new();
             for w in queue.iter() {
-                // A group never waits for a sync it was not asked for, and a flush request
-                // leads its own group.
-                if !group.is_empty() && ((w.sync && !me.sync) || w.force_flush || bytes > MAX_GROUP_BYTES) {
+                // A group never waits for a sync it was not asked for; flush requests and GC
+                // relocations lead their own groups.
+                let alone = w.force_flush || w.relocate_from.is_some() || me.relocate_from.is_some();
+                if !group.is_empty() && ((w.sync && !me.sync) || alone || bytes > MAX_GROUP_BYTES) {
                     break;
                 }
                 bytes += w.batch.payload_bytes();
@@ -486,13 +568,22 @@ impl DbInner {
                     continue;
                 }
                 records.clear();
-                for op in w.batch.ops() {
+                for (i, op) in w.batch.ops().iter().enumerate() {
+                    if let Some(old) = &w.relocate_from {
+                        // Relocation must never overwrite a newer user write.
+                        if !self.is_current(op.key(), &old[i])? {
+                            continue;
+                        }
+                    }
                     seq += 1;
                     let (kind, value) = match op {
                         BatchOp::Put { value, .. } => (RecordKind::Put, value.as_slice()),
                         BatchOp::Delete { .. } => (RecordKind::Delete, &[][..]),
                     };
                     records.push(RecordRef { seq: SequenceNumber(seq), kind, key: op.key(), value });
+                }
+                if records.is_empty() {
+                    continue;
                 }
                 let pointers = self.vlog.append_batch(&records)?;
                 user_bytes += w.batch.payload_bytes() as u64;
@@ -525,6 +616,110 @@ impl DbInner {
     }
 }
 
+impl DbInner {
+    /// Bytes the database's files occupy on the medium (holes excluded).
+    fn disk_bytes(&self) -> u64 {
+        let fs = self.options.fs.as_ref();
+        let Ok(names) = fs.list(&self.dir) else { return 0 };
+        names
+            .iter()
+            .filter(|n| parse_file_name(n).is_some())
+            .filter_map(|n| fs.allocated_size(&self.dir.join(n)).ok())
+            .sum()
+    }
+
+    /// The background GC loop: checks every 100 ms whether a run is due, and paces itself to
+    /// `gc_rate_limit` bytes per second.
+    fn background_gc(self: Arc<Self>) {
+        while !self.gc_stop.load(Ordering::Acquire) {
+            {
+                let mut guard = self.gc_wake.0.lock();
+                if self.gc_stop.load(Ordering::Acquire) {
+                    break;
+                }
+                self.gc_wake.1.wait_for(&mut guard, Duration::from_millis(100));
+            }
+            if self.gc_stop.load(Ordering::Acquire) || self.poisoned.lock().is_some() {
+                continue;
+            }
+            let run = self.gc.is_due(self.as_ref()).and_then(|due| {
+                if due {
+                    self.gc.run_once(self.as_ref(), false).map(Some)
+                } else {
+                    Ok(None)
+                }
+            });
+            match run {
+                Ok(Some(outcome)) if self.options.gc_rate_limit > 0 => {
+                    let secs = outcome.bytes_read as f64 / self.options.gc_rate_limit as f64;
+                    let mut guard = self.gc_wake.0.lock();
+                    if !self.gc_stop.load(Ordering::Acquire) {
+                        self.gc_wake.1.wait_for(&mut guard, Duration::from_secs_f64(secs.min(10.0)));
+                    }
+                }
+                Ok(_) => {}
+                // A failed run leaves everything as it was; stop retrying a broken log.
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+impl GcHost for DbInner {
+    fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool> {
+        let seq = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
+        Ok(matches!(self.index.get(key, seq, false)?, Some(IndexValue::Pointer(p)) if p == *ptr))
+    }
+
+    fn eligible_segments(&self) -> Result<Vec<SegmentStats>> {
+        let (head, garbage) = self.index.log_garbage();
+        let active = self.vlog.head().segment;
+        Ok(self
+            .vlog
+            .segments()
+            .into_iter()
+            .filter(|s| s.id < head.segment && s.id < active)
+            .map(|s| SegmentStats {
+                id: s.id,
+                size: s.len,
+                garbage_bytes: garbage.get(&s.id).copied().unwrap_or(0),
+                age: active.0.saturating_sub(s.id.0),
+            })
+            .collect())
+    }
+
+    fn log_bytes(&self) -> u64 {
+        self.vlog.segments().iter().map(|s| s.len).sum()
+    }
+
+    fn relocate(&self, records: Vec<ReplayedRecord>) -> Result<SequenceNumber> {
+        if !records.is_empty() {
+            let mut batch = WriteBatch::new();
+            let mut old = Vec::with_capacity(records.len());
+            for r in records {
+                batch.put(&r.key, &r.value);
+                old.push(r.pointer);
+            }
+            self.submit(PendingWrite::new(batch, true, false, Some(old)))?;
+        }
+        Ok(SequenceNumber(self.last_sequence.load(Ordering::Acquire)))
+    }
+
+    fn no_reader_older_than(&self, seq: SequenceNumber) -> bool {
+        self.snapshots.oldest().is_none_or(|oldest| oldest >= seq)
+    }
+
+    fn release_segment(&self, id: SegmentId) -> Result<()> {
+        self.index.remove_segments(&[id])?;
+        let _exclusive = self.gc_barrier.write();
+        self.vlog.remove_segment(id)
+    }
+
+    fn files(&self) -> (&dyn FileSystem, &Path) {
+        (self.options.fs.as_ref(), &self.dir)
+    }
+}
+
 /// A cursor over the database in key order, both directions.
 ///
 /// Unpositioned when created; movement returns errors (I/O, corruption) instead of hiding them.
@@ -533,7 +728,7 @@ pub struct DbIterator {
     iter: DbIter<Box<dyn InternalIterator>>,
     db: Arc<DbInner>,
     value: Bytes,
-    _snapshot: Option<Snapshot>,
+    _snapshot: Snapshot,
 }
 
 impl DbIterator {

@@ -58,12 +58,28 @@ pub enum CompactionPolicyKind {
     Score,
 }
 
-/// Which value-log segment GC picks first (the seam for value-log garbage collection).
+/// Which value-log segment GC picks first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum GcPolicyKind {
-    /// The oldest segment first (WiscKey's tail-first GC).
-    #[default]
+    /// The oldest segment with garbage first (WiscKey's tail-first GC).
     Oldest,
+    /// The segment with the most garbage first (SSHKV).
+    #[default]
+    Greedy,
+    /// Garbage ratio weighted by age (LFS cost-benefit).
+    CostBenefit,
+}
+
+impl GcPolicyKind {
+    /// Parses `oldest`, `greedy` or `costbenefit` (bench and CLI flags).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "oldest" => Some(GcPolicyKind::Oldest),
+            "greedy" => Some(GcPolicyKind::Greedy),
+            "costbenefit" | "cost_benefit" | "cost-benefit" => Some(GcPolicyKind::CostBenefit),
+            _ => None,
+        }
+    }
 }
 
 /// Options for [`crate::Db::open`].
@@ -116,6 +132,22 @@ pub struct Options {
     pub compaction_policy: CompactionPolicyKind,
     /// Value-log GC picking policy.
     pub gc_policy: GcPolicyKind,
+    /// Run value-log GC in a background thread.
+    pub background_gc: bool,
+    /// Background GC cleans a segment once this fraction of it is known garbage.
+    pub gc_garbage_ratio: f64,
+    /// Physical space budget for the value log; background GC also runs once the log uses
+    /// `gc_space_trigger` of it (SSHKV's 80%).
+    pub gc_space_budget: Option<u64>,
+    /// Fraction of `gc_space_budget` that triggers GC.
+    pub gc_space_trigger: f64,
+    /// Free dead ranges in place (`fallocate(PUNCH_HOLE)`) instead of copying while the logical
+    /// space allows (SSHKV's logical space amplification).
+    pub gc_punch_holes: bool,
+    /// Logical value-log space allowed as a multiple of `gc_space_budget` when punching holes.
+    pub gc_logical_space_factor: f64,
+    /// Most bytes per second background GC reads (0 = unlimited), so foreground writes keep going.
+    pub gc_rate_limit: u64,
     /// Index kind.
     pub index_kind: IndexKind,
     /// SSTable index block kind.
@@ -150,6 +182,13 @@ impl Default for Options {
             max_background_compactions: 1,
             compaction_policy: CompactionPolicyKind::default(),
             gc_policy: GcPolicyKind::default(),
+            background_gc: true,
+            gc_garbage_ratio: 0.3,
+            gc_space_budget: None,
+            gc_space_trigger: 0.8,
+            gc_punch_holes: false,
+            gc_logical_space_factor: 4.0,
+            gc_rate_limit: 256 << 20,
             index_kind: IndexKind::default(),
             index_block_kind: IndexBlockKind::default(),
             paranoid_checks: false,
@@ -182,6 +221,13 @@ impl fmt::Debug for Options {
             .field("max_background_compactions", &self.max_background_compactions)
             .field("compaction_policy", &self.compaction_policy)
             .field("gc_policy", &self.gc_policy)
+            .field("background_gc", &self.background_gc)
+            .field("gc_garbage_ratio", &self.gc_garbage_ratio)
+            .field("gc_space_budget", &self.gc_space_budget)
+            .field("gc_space_trigger", &self.gc_space_trigger)
+            .field("gc_punch_holes", &self.gc_punch_holes)
+            .field("gc_logical_space_factor", &self.gc_logical_space_factor)
+            .field("gc_rate_limit", &self.gc_rate_limit)
             .field("index_kind", &self.index_kind)
             .field("index_block_kind", &self.index_block_kind)
             .field("paranoid_checks", &self.paranoid_checks)

@@ -111,6 +111,18 @@ pub struct Stats {
     pub segments: Vec<SegmentStatsReport>,
     /// Bytes in the memtables.
     pub memtable_bytes: u64,
+    /// Value-log GC runs that cleaned or punched a segment.
+    pub gc_runs: u64,
+    /// Bytes GC read from victim segments.
+    pub gc_bytes_read: u64,
+    /// Value bytes GC rewrote at the log head.
+    pub gc_bytes_relocated: u64,
+    /// Bytes GC freed by punching holes.
+    pub gc_bytes_punched: u64,
+    /// Segments GC deleted.
+    pub gc_segments_released: u64,
+    /// Bytes the database's files occupy on the medium.
+    pub disk_bytes: u64,
 }
 
 impl Stats {
@@ -192,6 +204,16 @@ impl fmt::Display for Stats {
             self.compaction_bytes_read as f64 / MIB,
             self.stall_slowdown_micros as f64 / 1e6,
             self.stall_stop_micros as f64 / 1e6
+        )?;
+        writeln!(
+            f,
+            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released; on disk {:.1} MiB",
+            self.gc_runs,
+            self.gc_bytes_read as f64 / MIB,
+            self.gc_bytes_relocated as f64 / MIB,
+            self.gc_bytes_punched as f64 / MIB,
+            self.gc_segments_released,
+            self.disk_bytes as f64 / MIB
         )?;
         write!(
             f,

@@ -718,6 +718,26 @@ impl Index for LsmIndex {
         }
     }
 
+    fn log_garbage(&self) -> (crate::types::LogPosition, BTreeMap<crate::types::SegmentId, u64>) {
+        let state = self.shared.state.lock();
+        let garbage = state.versions.segments().iter().map(|(id, m)| (*id, m.garbage_bytes)).collect();
+        (state.versions.log_head(), garbage)
+    }
+
+    fn remove_segments(&self, ids: &[crate::types::SegmentId]) -> Result<()> {
+        let mut state = self.shared.state.lock();
+        let mut edit = VersionEdit::default();
+        edit.removed_segments = ids.iter().copied().filter(|id| state.versions.segments().contains_key(id)).collect();
+        if edit.removed_segments.is_empty() {
+            return Ok(());
+        }
+        let result = state.versions.log_and_apply(edit);
+        if let Err(e) = &result {
+            self.shared.set_bg_error(&mut state, e);
+        }
+        result
+    }
+
     fn shutdown(&self) {
         {
             let mut state = self.shared.state.lock();

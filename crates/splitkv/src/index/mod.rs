@@ -10,8 +10,10 @@ use bytes::Bytes;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
+use std::collections::BTreeMap;
+
 use crate::stats::Stats;
-use crate::types::{SequenceNumber, ValueKind, ValuePointer};
+use crate::types::{LogPosition, SegmentId, SequenceNumber, ValueKind, ValuePointer};
 
 /// One committed write, as the index receives it.
 #[derive(Clone, Debug)]
@@ -57,6 +59,10 @@ pub trait Index: Send + Sync {
     fn fill_stats(&self, stats: &mut Stats);
     /// An index-specific property (`splitkv.…`).
     fn property(&self, name: &str) -> Option<String>;
+    /// The recovery log head and the known garbage bytes of every recorded segment.
+    fn log_garbage(&self) -> (LogPosition, BTreeMap<SegmentId, u64>);
+    /// Durably records that value-log segments were removed.
+    fn remove_segments(&self, ids: &[SegmentId]) -> Result<()>;
     /// Stops background work; later calls may fail.
     fn shutdown(&self);
 }
