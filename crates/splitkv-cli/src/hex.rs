@@ -18,11 +18,14 @@ pub fn encode(bytes: &[u8]) -> String {
 /// The bytes spelled by `text`, or a message saying why it is not hex.
 pub fn decode(text: &str) -> Result<Vec<u8>, String> {
     let digits = text.strip_prefix("0x").unwrap_or(text);
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("{text:?} is not hex: odd number of digits"));
     }
     let nibble = |c: u8| -> Result<u8, String> {
-        (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| format!("{text:?} is not hex: bad digit {:?}", c as char))
+        (c as char)
+            .to_digit(16)
+            .map(|d| d as u8)
+            .ok_or_else(|| format!("{text:?} is not hex: bad digit {:?}", c as char))
     };
     digits.as_bytes().chunks_exact(2).map(|pair| Ok((nibble(pair[0])? << 4) | nibble(pair[1])?)).collect()
 }

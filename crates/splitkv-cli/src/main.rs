@@ -116,5 +116,5 @@ fn main() -> ExitCode {
 
 fn report(e: CliError) -> ExitCode {
     eprintln!("splitkv: {e}");
-    e.exit().into()
+    e.exit()
 }

@@ -65,7 +65,15 @@ fn scan_honours_from_to_limit_and_keys_only() -> TestResult {
     let (_tmp, db) = temp_db()?;
     build_db(&db)?;
     let d = db.as_os_str();
-    let out = splitkv(["scan".as_ref(), d, "--from".as_ref(), "key010".as_ref(), "--to".as_ref(), "key013".as_ref(), "--keys-only".as_ref()])?;
+    let out = splitkv([
+        "scan".as_ref(),
+        d,
+        "--from".as_ref(),
+        "key010".as_ref(),
+        "--to".as_ref(),
+        "key013".as_ref(),
+        "--keys-only".as_ref(),
+    ])?;
     assert_eq!(outcome(&out), (Some(0), "key010\nkey011\nkey012\n".into(), String::new()));
 
     let out = splitkv(["scan".as_ref(), d, "--limit".as_ref(), "2".as_ref(), "--json".as_ref()])?;

@@ -40,7 +40,9 @@ fn describe_entry(ikey: &[u8], value: &[u8], out: Output) -> (String, Value) {
     let key = out.style.show(parsed.user_key);
     let seq = parsed.sequence.0;
     match parsed.kind {
-        ValueKind::Deletion => (format!("{key} @{seq} delete"), json!({ "key": key, "sequence": seq, "kind": "delete" })),
+        ValueKind::Deletion => {
+            (format!("{key} @{seq} delete"), json!({ "key": key, "sequence": seq, "kind": "delete" }))
+        }
         ValueKind::Inline => (
             format!("{key} @{seq} inline {}", out.style.preview(value)),
             json!({ "key": key, "sequence": seq, "kind": "inline", "value": out.style.show(value) }),
@@ -138,12 +140,7 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
                 RecordKind::Put => format!(" {} bytes: {}", rec.value.len(), out.style.preview(&rec.value)),
                 RecordKind::Delete => String::new(),
             };
-            println!(
-                "offset {offset} len {} @{} {kind} {}{value}",
-                rec.pointer.len,
-                rec.seq,
-                out.style.show(&rec.key)
-            );
+            println!("offset {offset} len {} @{} {kind} {}{value}", rec.pointer.len, rec.seq, out.style.show(&rec.key));
         }
     }
     if out.json {
@@ -190,7 +187,9 @@ pub fn manifest(path: &Path, out: Output) -> Result<Exit, CliError> {
     });
     if out.json {
         let (end, error) = match &read {
-            Ok(end) => (json!({ "records": end.records, "valid_len": end.valid_len, "torn_bytes": end.torn_bytes }), None),
+            Ok(end) => {
+                (json!({ "records": end.records, "valid_len": end.valid_len, "torn_bytes": end.torn_bytes }), None)
+            }
             Err(e) => (Value::Null, Some(e.to_string())),
         };
         print_json(&json!({ "file": file.display().to_string(), "edits": edits, "end": end, "error": error }));

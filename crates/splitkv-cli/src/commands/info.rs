@@ -51,7 +51,8 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
     let mut levels = Vec::new();
     for level in 0..version.num_levels() {
         let files = version.files(level);
-        let smallest = files.iter().map(|f| &f.smallest).min_by(|a, b| compare_internal_keys(a.as_bytes(), b.as_bytes()));
+        let smallest =
+            files.iter().map(|f| &f.smallest).min_by(|a, b| compare_internal_keys(a.as_bytes(), b.as_bytes()));
         let largest = files.iter().map(|f| &f.largest).max_by(|a, b| compare_internal_keys(a.as_bytes(), b.as_bytes()));
         levels.push((level, files.len(), version.level_bytes(level), smallest.cloned(), largest.cloned()));
     }

@@ -137,11 +137,15 @@ fn check_manifest_lists(
                 &path,
                 format!("L{level} table is {size} bytes, the MANIFEST records {}", meta.file_size),
             )),
-            Err(_) => report.problems.push(Problem::at(&path, format!("L{level} table listed in the MANIFEST is missing"))),
+            Err(_) => {
+                report.problems.push(Problem::at(&path, format!("L{level} table listed in the MANIFEST is missing")))
+            }
         }
     }
     for number in tables.iter().filter(|n| !listed.contains(n)) {
-        report.notes.push(format!("{} is not listed in the MANIFEST (left over; ignored)", table_file(dir, *number).display()));
+        report
+            .notes
+            .push(format!("{} is not listed in the MANIFEST (left over; ignored)", table_file(dir, *number).display()));
     }
     for id in versions.segments().keys().filter(|id| !segments.contains(id)) {
         report.problems.push(Problem::at(&segment_file(dir, *id), "segment listed in the MANIFEST is missing"));

@@ -52,7 +52,11 @@ where
 
 /// Exit code, stdout and stderr of a run, for assertions and failure messages.
 pub fn outcome(out: &Output) -> (Option<i32>, String, String) {
-    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Files of `dir` with the given extension, sorted.
