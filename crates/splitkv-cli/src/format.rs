@@ -78,6 +78,20 @@ pub fn size(bytes: u64) -> String {
     format!("{scaled:.1} {}", UNITS[unit])
 }
 
+/// Writes one line to stdout. A reader that went away (broken pipe) ends the process with
+/// success, as `head` expects; any other write failure ends it with the error exit code.
+pub fn emit_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("splitkv: cannot write output: {e}");
+        std::process::exit(3);
+    }
+}
+
 /// Pretty-printed JSON for stdout.
 pub fn json(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"cannot encode output: {e}\"}}"))

@@ -7,6 +7,17 @@
 //! error or command not available in this version; 3 any other error (locked database, I/O,
 //! corruption met while serving the command).
 
+/// `println!` that ends the process quietly when stdout is closed early (`splitkv dump ... |
+/// head`) instead of panicking; the tool only prints after its writes are done.
+macro_rules! outln {
+    () => {
+        $crate::format::emit_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::format::emit_line(format_args!($($arg)*))
+    };
+}
+
 mod commands;
 mod format;
 mod hex;
@@ -115,6 +126,11 @@ fn main() -> ExitCode {
 }
 
 fn report(e: CliError) -> ExitCode {
+    if let CliError::Db(splitkv::Error::Io(io)) = &e {
+        if io.kind() == std::io::ErrorKind::BrokenPipe {
+            return ExitCode::SUCCESS;
+        }
+    }
     eprintln!("splitkv: {e}");
     e.exit()
 }

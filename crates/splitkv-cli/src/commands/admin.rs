@@ -22,10 +22,10 @@ pub fn compact(dir: &Path, out: Output) -> Result<Exit, CliError> {
     if out.json {
         print_json(&json!({ "before": levels_json(&before), "after": levels_json(&after) }));
     } else {
-        println!("compacted {}", dir.display());
+        outln!("compacted {}", dir.display());
         for (b, a) in before.levels.iter().zip(&after.levels) {
             if b.files > 0 || a.files > 0 {
-                println!(
+                outln!(
                     "  L{}: {} files, {} -> {} files, {}",
                     a.level,
                     b.files,
@@ -55,8 +55,8 @@ pub fn stats(dir: &Path, out: Output) -> Result<Exit, CliError> {
     if out.json {
         print_json(&stats_json(&stats));
     } else {
-        println!("{stats}");
-        println!("Last sequence {}; memtable {}", stats.last_sequence, format::size(stats.memtable_bytes));
+        outln!("{stats}");
+        outln!("Last sequence {}; memtable {}", stats.last_sequence, format::size(stats.memtable_bytes));
     }
     Ok(Exit::Success)
 }

@@ -65,7 +65,7 @@ fn describe_entry(ikey: &[u8], value: &[u8], out: Output) -> (String, Value) {
 pub fn sst(path: &Path, out: Output) -> Result<Exit, CliError> {
     let table = open_table(path)?;
     if !out.json {
-        println!(
+        outln!(
             "{}: {} bytes, {} entries in {} data blocks, filter {} bytes",
             path.display(),
             table.file_size(),
@@ -83,7 +83,7 @@ pub fn sst(path: &Path, out: Output) -> Result<Exit, CliError> {
             if out.json {
                 entries.push(value);
             } else {
-                println!("{text}");
+                outln!("{text}");
             }
             it.next()?;
         }
@@ -110,7 +110,7 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
     let scan = scan_segment(os_fs().as_ref(), path)?;
     let id = scan.segment_id();
     if !out.json {
-        println!("{}: segment {id}", path.display());
+        outln!("{}: segment {id}", path.display());
     }
     let mut records = Vec::new();
     let mut failure = None;
@@ -140,7 +140,7 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
                 RecordKind::Put => format!(" {} bytes: {}", rec.value.len(), out.style.preview(&rec.value)),
                 RecordKind::Delete => String::new(),
             };
-            println!("offset {offset} len {} @{} {kind} {}{value}", rec.pointer.len, rec.seq, out.style.show(&rec.key));
+            outln!("offset {offset} len {} @{} {kind} {}{value}", rec.pointer.len, rec.seq, out.style.show(&rec.key));
         }
     }
     if out.json {
@@ -172,7 +172,7 @@ fn manifest_path(path: &Path) -> Result<PathBuf, CliError> {
 pub fn manifest(path: &Path, out: Output) -> Result<Exit, CliError> {
     let file = manifest_path(path)?;
     if !out.json {
-        println!("{}", file.display());
+        outln!("{}", file.display());
     }
     let mut edits = Vec::new();
     let read = read_records(os_fs().as_ref(), &file, |offset, payload| {
@@ -196,7 +196,7 @@ pub fn manifest(path: &Path, out: Output) -> Result<Exit, CliError> {
     }
     let end = read?;
     if !out.json {
-        println!("{} records, {} valid bytes, {} torn bytes at the end", end.records, end.valid_len, end.torn_bytes);
+        outln!("{} records, {} valid bytes, {} torn bytes at the end", end.records, end.valid_len, end.torn_bytes);
     }
     Ok(Exit::Success)
 }
@@ -216,24 +216,24 @@ fn file_json(level: usize, f: &FileMetaData, style: ByteStyle) -> Value {
 }
 
 fn print_edit(offset: u64, edit: &VersionEdit, style: ByteStyle) {
-    println!("edit at offset {offset}:");
+    outln!("edit at offset {offset}:");
     if let Some(head) = edit.log_head {
-        println!("  log head {}:{}", head.segment, head.offset);
+        outln!("  log head {}:{}", head.segment, head.offset);
     }
     if let Some(n) = edit.next_file_number {
-        println!("  next file number {n}");
+        outln!("  next file number {n}");
     }
     if let Some(seq) = edit.last_sequence {
-        println!("  last sequence {seq}");
+        outln!("  last sequence {seq}");
     }
     for (level, key) in &edit.compact_pointers {
-        println!("  compact pointer L{level} {}", show_ikey(key, style));
+        outln!("  compact pointer L{level} {}", show_ikey(key, style));
     }
     for (level, number) in &edit.deleted_files {
-        println!("  delete L{level} {number:06}.sst");
+        outln!("  delete L{level} {number:06}.sst");
     }
     for (level, f) in &edit.new_files {
-        println!(
+        outln!(
             "  add L{level} {:06}.sst {} bytes {} entries [{} .. {}]",
             f.number.0,
             f.file_size,
@@ -243,13 +243,13 @@ fn print_edit(offset: u64, edit: &VersionEdit, style: ByteStyle) {
         );
     }
     for id in &edit.added_segments {
-        println!("  add segment {id}");
+        outln!("  add segment {id}");
     }
     for id in &edit.removed_segments {
-        println!("  remove segment {id}");
+        outln!("  remove segment {id}");
     }
     for (id, bytes) in &edit.segment_garbage {
-        println!("  segment {id} garbage +{bytes} bytes");
+        outln!("  segment {id} garbage +{bytes} bytes");
     }
 }
 

@@ -144,17 +144,17 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
         return Ok(Exit::Success);
     }
 
-    println!("database  {}", dir.display());
-    println!("manifest  {} ({})", manifest_path.display(), format::size(manifest_bytes));
-    println!("sequence  {last_sequence} (flushed through {})", versions.last_sequence());
-    println!("log head  segment {} offset {}", head.segment, head.offset);
+    outln!("database  {}", dir.display());
+    outln!("manifest  {} ({})", manifest_path.display(), format::size(manifest_bytes));
+    outln!("sequence  {last_sequence} (flushed through {})", versions.last_sequence());
+    outln!("log head  segment {} offset {}", head.segment, head.offset);
     match &tail.error {
-        None => println!("unflushed {} records, {} past the head", tail.records, format::size(tail.bytes)),
-        Some(e) => println!("unflushed {} records before an unreadable record: {e}", tail.records),
+        None => outln!("unflushed {} records, {} past the head", tail.records, format::size(tail.bytes)),
+        Some(e) => outln!("unflushed {} records before an unreadable record: {e}", tail.records),
     }
-    println!("next file {}", versions.next_file_number());
-    println!();
-    println!("level  files        size  key range");
+    outln!("next file {}", versions.next_file_number());
+    outln!();
+    outln!("level  files        size  key range");
     for (level, files, bytes, smallest, largest) in &levels {
         if *files == 0 {
             continue;
@@ -163,13 +163,13 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
             (Some(a), Some(b)) => format!("{a} .. {b}"),
             _ => String::new(),
         };
-        println!("{level:>5} {files:>6} {:>11}  {range}", format::size(*bytes));
+        outln!("{level:>5} {files:>6} {:>11}  {range}", format::size(*bytes));
     }
-    println!();
-    println!("segment        size        live     garbage       holes");
+    outln!();
+    outln!("segment        size        live     garbage       holes");
     for s in &segments {
         let note = if s.in_manifest { "" } else { "  (not in the MANIFEST)" };
-        println!(
+        outln!(
             "{:>7} {:>11} {:>11} {:>11} {:>11}{note}",
             s.id,
             format::size(s.bytes),
@@ -178,8 +178,8 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
             format::size(s.hole_bytes)
         );
     }
-    println!();
-    println!(
+    outln!();
+    outln!(
         "space     {} on disk (SSTables {}, value log {}, MANIFEST {}), {} known garbage",
         format::size(on_disk),
         format::size(sst_bytes),
@@ -187,12 +187,12 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
         format::size(manifest_bytes),
         format::size(garbage)
     );
-    println!("space amplification {space_amplification:.3} (a lower bound: garbage is known only after flushes and compactions)");
-    println!();
-    println!("options this tool opens the database with (splitkv does not store options in the database):");
+    outln!("space amplification {space_amplification:.3} (a lower bound: garbage is known only after flushes and compactions)");
+    outln!();
+    outln!("options this tool opens the database with (splitkv does not store options in the database):");
     if let Value::Object(fields) = options_json(&options) {
         for (name, value) in fields {
-            println!("  {name} = {value}");
+            outln!("  {name} = {value}");
         }
     }
     Ok(Exit::Success)

@@ -30,7 +30,7 @@ pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
     if out.json {
         print_json(&json!({ "key": out.style.show(&key), "found": true, "value": out.style.show(&value) }));
     } else if out.style == ByteStyle::Hex {
-        println!("{}", out.style.show(&value));
+        outln!("{}", out.style.show(&value));
     } else {
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(&value)?;

@@ -143,5 +143,5 @@ pub fn lock_db_dir(dir: &Path) -> Result<Box<dyn FileLock>, CliError> {
 
 /// Prints `value` as pretty JSON on stdout.
 pub fn print_json(value: &serde_json::Value) {
-    println!("{}", crate::format::json(value));
+    outln!("{}", crate::format::json(value));
 }

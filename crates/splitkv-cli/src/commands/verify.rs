@@ -277,15 +277,15 @@ fn print_report(dir: &Path, report: &Report, out: Output) {
     }
     for p in &report.problems {
         match p.offset {
-            Some(offset) => println!("PROBLEM {} at offset {offset}: {}", p.file.display(), p.reason),
-            None => println!("PROBLEM {}: {}", p.file.display(), p.reason),
+            Some(offset) => outln!("PROBLEM {} at offset {offset}: {}", p.file.display(), p.reason),
+            None => outln!("PROBLEM {}: {}", p.file.display(), p.reason),
         }
     }
     for note in &report.notes {
-        println!("note: {note}");
+        outln!("note: {note}");
     }
     let keys = report.keys.map_or(String::new(), |k| format!(", {k} keys read through the database"));
-    println!(
+    outln!(
         "checked {} tables ({} entries), {} segments ({} records){keys}: {}",
         report.tables,
         report.table_entries,
