@@ -99,3 +99,39 @@ fn damaged_value_behind_a_pointer_is_found_through_the_database() -> TestResult 
     assert_eq!(report["problems"].as_array().map(Vec::len), Some(1), "{report:#}");
     Ok(())
 }
+
+#[test]
+fn torn_tail_past_the_log_head_is_a_note_but_before_it_a_problem() -> TestResult {
+    let (_tmp, db) = temp_db()?;
+    build_db(&db)?;
+    // A later, unflushed write lands in a new segment past the log head.
+    let reopened = splitkv::Db::open(&db, splitkv::Options::default())?;
+    reopened.put("late", vec![b'L'; 1000])?;
+    reopened.close()?;
+    let segments = files_with_ext(&db, "vlog")?;
+    let (first, newest) = (segments.first().ok_or("segments")?, segments.last().ok_or("segments")?);
+    assert_ne!(first, newest, "the reopened database wrote a new segment");
+    let truncate = |path: &std::path::Path, by: u64| -> std::io::Result<()> {
+        let file = std::fs::OpenOptions::new().write(true).open(path)?;
+        let len = file.metadata()?.len();
+        file.set_len(len - by)
+    };
+
+    // As a crash mid-append would leave it: recovery drops the record, nothing is lost.
+    truncate(newest, 10)?;
+    let out = splitkv(["verify".as_ref(), db.as_os_str()])?;
+    let (code, stdout, _) = outcome(&out);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("note: ") && stdout.contains("torn record"), "{stdout}");
+    assert!(stdout.contains("no problems"), "{stdout}");
+
+    // Records before the head are referenced by SSTables: a cut there is damage.
+    std::fs::remove_file(newest)?;
+    truncate(first, 10)?;
+    let out = splitkv(["verify".as_ref(), db.as_os_str()])?;
+    let (code, stdout, _) = outcome(&out);
+    assert_eq!(code, Some(1), "{stdout}");
+    let name = first.file_name().and_then(|n| n.to_str()).ok_or("file name")?;
+    assert!(stdout.lines().any(|l| l.starts_with("PROBLEM") && l.contains(name)), "{stdout}");
+    Ok(())
+}

@@ -12,7 +12,8 @@
 //! 3. Pointers: the database is opened and iterated, which resolves every live value pointer with
 //!    a validated read (record checksum, length and key). Opening replays the value log past the
 //!    head into memory and may start background compaction, so this pass is skipped with
-//!    `--files-only`, and also when pass 2 found a torn tail (opening would truncate it).
+//!    `--files-only`, and also when pass 2 found a torn tail past the log head (opening would
+//!    truncate it; such a tail is a note, while a cut before the head is a problem).
 //!
 //! Tables and segments that the MANIFEST does not list are still checked; they are noted, not
 //! counted as problems (a crash can leave such files behind and the engine ignores them).
@@ -97,10 +98,18 @@ pub fn run(dir: &Path, files_only: bool, out: Output) -> Result<Exit, CliError> 
     for &number in &tables {
         check_table(&table_file(dir, number), &mut report);
     }
+    let log_head = versions.as_ref().map(VersionSet::log_head);
     let mut torn_tail = false;
     for (i, &id) in segments.iter().enumerate() {
-        let newest = i + 1 == segments.len();
-        torn_tail |= check_segment(&segment_file(dir, id), newest, &mut report);
+        // Only the newest segment may end in a torn record, and only past the log head: records
+        // before the head are referenced by SSTables, so losing one is damage.
+        let may_be_torn_from = match log_head {
+            Some(head) if i + 1 == segments.len() && id >= head.segment => {
+                Some(if id == head.segment { head.offset } else { 0 })
+            }
+            _ => None,
+        };
+        torn_tail |= check_segment(&segment_file(dir, id), may_be_torn_from, &mut report);
     }
     drop(lock);
 
@@ -191,9 +200,10 @@ fn check_table(path: &Path, report: &mut Report) {
     }
 }
 
-/// Scans one segment; returns true if it ends in a torn record (noted, not a problem, for the
-/// newest segment: a crash in the middle of an append leaves exactly that).
-fn check_segment(path: &Path, newest: bool, report: &mut Report) -> bool {
+/// Scans one segment; returns true if it ends in a torn record at or after `may_be_torn_from`,
+/// which is noted rather than counted as a problem: a crash in the middle of an append leaves
+/// exactly that, and recovery drops it.
+fn check_segment(path: &Path, may_be_torn_from: Option<u64>, report: &mut Report) -> bool {
     report.segments += 1;
     let scan = match scan_segment(os_fs().as_ref(), path) {
         Ok(scan) => scan,
@@ -205,7 +215,9 @@ fn check_segment(path: &Path, newest: bool, report: &mut Report) -> bool {
     for item in scan {
         match item {
             Ok(_) => report.records += 1,
-            Err(Error::Corruption { offset, reason, .. }) if newest && reason.starts_with("file ends inside") => {
+            Err(Error::Corruption { offset, reason, .. })
+                if may_be_torn_from.is_some_and(|from| offset >= from) && reason.starts_with("file ends inside") =>
+            {
                 report.notes.push(format!(
                     "{} ends in a torn record at offset {offset} ({reason}); recovery drops it",
                     path.display()
