@@ -1,0 +1,99 @@
+//! Maintenance: `compact`, `gc` and `stats`.
+//!
+//! `stats` reports the engine's own [`splitkv::stats::Stats`] for the database as this process
+//! opened it: the shape (levels, segments, log head) is the database's, while the counters
+//! (bytes written, reads, stalls) cover only this process's short life and are mostly zero.
+
+use std::path::Path;
+
+use serde_json::json;
+use splitkv::stats::Stats;
+
+use super::{open_db, print_json, CliError, Exit, Output};
+use crate::format;
+
+/// Compacts the whole key range through every level, then prints the resulting shape.
+pub fn compact(dir: &Path, out: Output) -> Result<Exit, CliError> {
+    let db = open_db(dir, false)?;
+    let before = db.stats();
+    db.compact_range(None, None)?;
+    let after = db.stats();
+    db.close()?;
+    if out.json {
+        print_json(&json!({ "before": levels_json(&before), "after": levels_json(&after) }));
+    } else {
+        outln!("compacted {}", dir.display());
+        for (b, a) in before.levels.iter().zip(&after.levels) {
+            if b.files > 0 || a.files > 0 {
+                outln!(
+                    "  L{}: {} files, {} -> {} files, {}",
+                    a.level,
+                    b.files,
+                    format::size(b.bytes),
+                    a.files,
+                    format::size(a.bytes)
+                );
+            }
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// Value-log garbage collection does not exist yet; says so instead of pretending.
+pub fn gc(dir: &Path) -> Result<Exit, CliError> {
+    Err(CliError::Unavailable(format!(
+        "gc: value-log garbage collection is not available in this version; {} was not touched",
+        dir.display()
+    )))
+}
+
+/// Prints the engine statistics.
+pub fn stats(dir: &Path, out: Output) -> Result<Exit, CliError> {
+    let db = open_db(dir, false)?;
+    let stats = db.stats();
+    db.close()?;
+    if out.json {
+        print_json(&stats_json(&stats));
+    } else {
+        outln!("{stats}");
+        outln!("Last sequence {}; memtable {}", stats.last_sequence, format::size(stats.memtable_bytes));
+    }
+    Ok(Exit::Success)
+}
+
+fn levels_json(stats: &Stats) -> serde_json::Value {
+    stats.levels.iter().map(|l| json!({ "level": l.level, "files": l.files, "bytes": l.bytes })).collect()
+}
+
+fn stats_json(s: &Stats) -> serde_json::Value {
+    json!({
+        "levels": levels_json(s),
+        "segments": s.segments.iter().map(|seg| json!({
+            "id": seg.id, "bytes": seg.bytes, "garbage_bytes": seg.garbage_bytes,
+        })).collect::<Vec<_>>(),
+        "log_head": { "segment": s.log_head.0, "offset": s.log_head.1 },
+        "last_sequence": s.last_sequence,
+        "memtable_bytes": s.memtable_bytes,
+        "sstable_bytes": s.sstable_bytes(),
+        "vlog_bytes": s.vlog_bytes(),
+        "vlog_garbage_bytes": s.vlog_garbage_bytes(),
+        "since_open": {
+            "user_bytes_written": s.user_bytes_written,
+            "vlog_bytes_written": s.vlog_bytes_written,
+            "flush_bytes_written": s.flush_bytes_written,
+            "compaction_bytes_written": s.compaction_bytes_written,
+            "compaction_bytes_read": s.compaction_bytes_read,
+            "manifest_bytes_written": s.manifest_bytes_written,
+            "write_amplification": s.write_amplification(),
+            "flushes": s.flushes,
+            "compactions": s.compactions,
+            "stall_slowdown_micros": s.stall_slowdown_micros,
+            "stall_stop_micros": s.stall_stop_micros,
+            "gets": s.gets,
+            "vlog_reads": s.vlog_reads,
+            "tables_probed": s.tables_probed,
+            "block_cache_hits": s.block_cache_hits,
+            "block_cache_misses": s.block_cache_misses,
+        },
+    })
+}

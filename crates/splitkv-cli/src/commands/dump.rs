@@ -1,0 +1,272 @@
+//! `dump sst`, `dump segment`, `dump manifest`: one file's contents, human-readable or JSON.
+//!
+//! Files are read directly through the library's readers (no database is opened and nothing is
+//! written), so a dump works on a copy of a file, on a database another process holds, and on a
+//! damaged file: entries before the damage are printed, then the error with its file and offset.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use splitkv::filenames::{manifest_file, parse_file_name, FileKind};
+use splitkv::iter::InternalIterator;
+use splitkv::sstable::{Table, TableOptions};
+use splitkv::types::{parse_internal_key, FileNumber, InternalKey, ValueKind, ValuePointer};
+use splitkv::version::manifest::{read_current, read_records};
+use splitkv::version::{FileMetaData, VersionEdit};
+use splitkv::vlog::{scan_segment, RecordKind};
+
+use super::{os_fs, print_json, CliError, Exit, Output};
+use crate::format::ByteStyle;
+
+/// Opens the SSTable at `path`; its number comes from the file name (0 if the name is not one of
+/// splitkv's, e.g. a copy).
+pub fn open_table(path: &Path) -> splitkv::Result<Arc<Table>> {
+    let file = os_fs().open(path)?;
+    let size = file.len()?;
+    let number = match path.file_name().and_then(|n| n.to_str()).and_then(parse_file_name) {
+        Some(FileKind::Table(n)) => n,
+        _ => FileNumber(0),
+    };
+    Table::open(file, path.to_path_buf(), number, size, &TableOptions::default(), None)
+}
+
+/// One SSTable entry, for people or JSON.
+fn describe_entry(ikey: &[u8], value: &[u8], out: Output) -> (String, Value) {
+    let Some(parsed) = parse_internal_key(ikey) else {
+        let shown = out.style.show(ikey);
+        return (format!("<malformed internal key {shown}>"), json!({ "malformed_key": shown }));
+    };
+    let key = out.style.show(parsed.user_key);
+    let seq = parsed.sequence.0;
+    match parsed.kind {
+        ValueKind::Deletion => {
+            (format!("{key} @{seq} delete"), json!({ "key": key, "sequence": seq, "kind": "delete" }))
+        }
+        ValueKind::Inline => (
+            format!("{key} @{seq} inline {}", out.style.preview(value)),
+            json!({ "key": key, "sequence": seq, "kind": "inline", "value": out.style.show(value) }),
+        ),
+        ValueKind::Pointer => match ValuePointer::decode(value) {
+            Some(p) => (
+                format!("{key} @{seq} pointer segment {} offset {} len {}", p.segment, p.offset, p.len),
+                json!({ "key": key, "sequence": seq, "kind": "pointer",
+                        "pointer": { "segment": p.segment.0, "offset": p.offset, "len": p.len } }),
+            ),
+            None => (
+                format!("{key} @{seq} pointer <malformed {}>", out.style.show(value)),
+                json!({ "key": key, "sequence": seq, "kind": "pointer", "malformed_pointer": out.style.show(value) }),
+            ),
+        },
+    }
+}
+
+/// Dumps every entry of an SSTable.
+pub fn sst(path: &Path, out: Output) -> Result<Exit, CliError> {
+    let table = open_table(path)?;
+    if !out.json {
+        outln!(
+            "{}: {} bytes, {} entries in {} data blocks, filter {} bytes",
+            path.display(),
+            table.file_size(),
+            table.num_entries(),
+            table.num_data_blocks(),
+            table.filter_size()
+        );
+    }
+    let mut entries = Vec::new();
+    let mut it = table.iter(false);
+    let mut walk = || -> splitkv::Result<()> {
+        it.seek_to_first()?;
+        while it.valid() {
+            let (text, value) = describe_entry(it.key(), it.value(), out);
+            if out.json {
+                entries.push(value);
+            } else {
+                outln!("{text}");
+            }
+            it.next()?;
+        }
+        Ok(())
+    };
+    let walked = walk();
+    if out.json {
+        print_json(&json!({
+            "file": path.display().to_string(),
+            "size": table.file_size(),
+            "entries": table.num_entries(),
+            "data_blocks": table.num_data_blocks(),
+            "filter_bytes": table.filter_size(),
+            "records": entries,
+            "error": walked.as_ref().err().map(ToString::to_string),
+        }));
+    }
+    walked?;
+    Ok(Exit::Success)
+}
+
+/// Dumps every record of a value-log segment.
+pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
+    let scan = scan_segment(os_fs().as_ref(), path)?;
+    let id = scan.segment_id();
+    if !out.json {
+        outln!("{}: segment {id}", path.display());
+    }
+    let mut records = Vec::new();
+    let mut failure = None;
+    for item in scan {
+        let (offset, rec) = match item {
+            Ok(r) => r,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        let kind = match rec.kind {
+            RecordKind::Put => "put",
+            RecordKind::Delete => "delete",
+        };
+        if out.json {
+            let mut row = json!({
+                "offset": offset, "len": rec.pointer.len, "sequence": rec.seq.0, "kind": kind,
+                "key": out.style.show(&rec.key),
+            });
+            if rec.kind == RecordKind::Put {
+                row["value"] = json!(out.style.show(&rec.value));
+            }
+            records.push(row);
+        } else {
+            let value = match rec.kind {
+                RecordKind::Put => format!(" {} bytes: {}", rec.value.len(), out.style.preview(&rec.value)),
+                RecordKind::Delete => String::new(),
+            };
+            outln!("offset {offset} len {} @{} {kind} {}{value}", rec.pointer.len, rec.seq, out.style.show(&rec.key));
+        }
+    }
+    if out.json {
+        print_json(&json!({
+            "file": path.display().to_string(),
+            "segment": id.0,
+            "records": records,
+            "error": failure.as_ref().map(ToString::to_string),
+        }));
+    }
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(Exit::Success),
+    }
+}
+
+/// The MANIFEST to dump: the file itself, or the one `CURRENT` names when given a directory.
+fn manifest_path(path: &Path) -> Result<PathBuf, CliError> {
+    let fs = os_fs();
+    if path.is_dir() {
+        super::require_db(path)?;
+        Ok(manifest_file(path, read_current(fs.as_ref(), path)?))
+    } else {
+        Ok(path.to_path_buf())
+    }
+}
+
+/// Dumps every version edit of a MANIFEST.
+pub fn manifest(path: &Path, out: Output) -> Result<Exit, CliError> {
+    let file = manifest_path(path)?;
+    if !out.json {
+        outln!("{}", file.display());
+    }
+    let mut edits = Vec::new();
+    let read = read_records(os_fs().as_ref(), &file, |offset, payload| {
+        let edit = VersionEdit::decode(payload)
+            .map_err(|e| splitkv::Error::corruption(&file, offset, format!("undecodable version edit: {e}")))?;
+        if out.json {
+            edits.push(edit_json(offset, &edit, out.style));
+        } else {
+            print_edit(offset, &edit, out.style);
+        }
+        Ok(())
+    });
+    if out.json {
+        let (end, error) = match &read {
+            Ok(end) => {
+                (json!({ "records": end.records, "valid_len": end.valid_len, "torn_bytes": end.torn_bytes }), None)
+            }
+            Err(e) => (Value::Null, Some(e.to_string())),
+        };
+        print_json(&json!({ "file": file.display().to_string(), "edits": edits, "end": end, "error": error }));
+    }
+    let end = read?;
+    if !out.json {
+        outln!("{} records, {} valid bytes, {} torn bytes at the end", end.records, end.valid_len, end.torn_bytes);
+    }
+    Ok(Exit::Success)
+}
+
+fn show_ikey(key: &InternalKey, style: ByteStyle) -> String {
+    match parse_internal_key(key.as_bytes()) {
+        Some(p) => format!("{}@{}", style.show(p.user_key), p.sequence),
+        None => format!("<malformed {}>", style.show(key.as_bytes())),
+    }
+}
+
+fn file_json(level: usize, f: &FileMetaData, style: ByteStyle) -> Value {
+    json!({
+        "level": level, "number": f.number.0, "size": f.file_size, "entries": f.num_entries,
+        "smallest": show_ikey(&f.smallest, style), "largest": show_ikey(&f.largest, style),
+    })
+}
+
+fn print_edit(offset: u64, edit: &VersionEdit, style: ByteStyle) {
+    outln!("edit at offset {offset}:");
+    if let Some(head) = edit.log_head {
+        outln!("  log head {}:{}", head.segment, head.offset);
+    }
+    if let Some(n) = edit.next_file_number {
+        outln!("  next file number {n}");
+    }
+    if let Some(seq) = edit.last_sequence {
+        outln!("  last sequence {seq}");
+    }
+    for (level, key) in &edit.compact_pointers {
+        outln!("  compact pointer L{level} {}", show_ikey(key, style));
+    }
+    for (level, number) in &edit.deleted_files {
+        outln!("  delete L{level} {number:06}.sst");
+    }
+    for (level, f) in &edit.new_files {
+        outln!(
+            "  add L{level} {:06}.sst {} bytes {} entries [{} .. {}]",
+            f.number.0,
+            f.file_size,
+            f.num_entries,
+            show_ikey(&f.smallest, style),
+            show_ikey(&f.largest, style)
+        );
+    }
+    for id in &edit.added_segments {
+        outln!("  add segment {id}");
+    }
+    for id in &edit.removed_segments {
+        outln!("  remove segment {id}");
+    }
+    for (id, bytes) in &edit.segment_garbage {
+        outln!("  segment {id} garbage +{bytes} bytes");
+    }
+}
+
+fn edit_json(offset: u64, edit: &VersionEdit, style: ByteStyle) -> Value {
+    json!({
+        "offset": offset,
+        "log_head": edit.log_head.map(|h| json!({ "segment": h.segment.0, "offset": h.offset })),
+        "next_file_number": edit.next_file_number,
+        "last_sequence": edit.last_sequence.map(|s| s.0),
+        "compact_pointers": edit.compact_pointers.iter()
+            .map(|(level, key)| json!({ "level": level, "key": show_ikey(key, style) })).collect::<Vec<_>>(),
+        "deleted_files": edit.deleted_files.iter()
+            .map(|(level, n)| json!({ "level": level, "number": n.0 })).collect::<Vec<_>>(),
+        "new_files": edit.new_files.iter().map(|(level, f)| file_json(*level, f, style)).collect::<Vec<_>>(),
+        "added_segments": edit.added_segments.iter().map(|id| id.0).collect::<Vec<_>>(),
+        "removed_segments": edit.removed_segments.iter().map(|id| id.0).collect::<Vec<_>>(),
+        "segment_garbage": edit.segment_garbage.iter()
+            .map(|(id, bytes)| json!({ "segment": id.0, "bytes": bytes })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,118 @@
+//! Point reads and writes and range scans: `get`, `put`, `delete`, `scan`.
+//!
+//! Writes are synced before the command returns: a one-shot process has no later moment to make
+//! them durable. `get` prints the value's raw bytes (so `splitkv get DB k > file` round-trips)
+//! unless `--hex` or `--json` asks otherwise; `scan` prints escaped text, one `key<TAB>value`
+//! line per entry.
+
+use std::io::{Read, Write};
+use std::ops::Bound;
+use std::path::Path;
+
+use serde_json::json;
+use splitkv::WriteOptions;
+
+use super::{open_db, print_json, CliError, Exit, Output};
+use crate::format::ByteStyle;
+
+/// Prints the value of `key`; [`Exit::NotFound`] if there is none.
+pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
+    let key = out.parse_bytes(key)?;
+    let db = open_db(dir, false)?;
+    let Some(value) = db.get(&key)? else {
+        if out.json {
+            print_json(&json!({ "key": out.style.show(&key), "found": false }));
+        } else {
+            eprintln!("key {} not found", out.style.show(&key));
+        }
+        return Ok(Exit::NotFound);
+    };
+    if out.json {
+        print_json(&json!({ "key": out.style.show(&key), "found": true, "value": out.style.show(&value) }));
+    } else if out.style == ByteStyle::Hex {
+        outln!("{}", out.style.show(&value));
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(&value)?;
+        stdout.write_all(b"\n")?;
+    }
+    Ok(Exit::Success)
+}
+
+/// Sets `key` to `value`, or to standard input when `value` is `None`. Creates the database if
+/// there is none.
+pub fn put(dir: &Path, key: &str, value: Option<&str>, out: Output) -> Result<Exit, CliError> {
+    let key = out.parse_bytes(key)?;
+    let value = match value {
+        Some(v) => out.parse_bytes(v)?,
+        None => {
+            let mut input = Vec::new();
+            std::io::stdin().read_to_end(&mut input)?;
+            if out.style == ByteStyle::Hex {
+                let text = String::from_utf8(input).map_err(|_| CliError::Usage("standard input is not hex".into()))?;
+                out.parse_bytes(text.trim())?
+            } else {
+                input
+            }
+        }
+    };
+    let db = open_db(dir, true)?;
+    db.put_opt(&WriteOptions { sync: true }, &key, &value)?;
+    db.close()?;
+    Ok(Exit::Success)
+}
+
+/// Removes `key` (removing a missing key is not an error, as in the library).
+pub fn delete(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
+    let key = out.parse_bytes(key)?;
+    let db = open_db(dir, false)?;
+    db.delete_opt(&WriteOptions { sync: true }, &key)?;
+    db.close()?;
+    Ok(Exit::Success)
+}
+
+/// What `scan` lists.
+#[derive(Debug)]
+pub struct ScanArgs {
+    /// First key (inclusive).
+    pub from: Option<String>,
+    /// Key to stop before (exclusive).
+    pub to: Option<String>,
+    /// Most entries.
+    pub limit: Option<usize>,
+    /// Omit values.
+    pub keys_only: bool,
+}
+
+/// Lists entries in key order.
+pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> {
+    let bound = |k: &Option<String>, make: fn(Vec<u8>) -> Bound<Vec<u8>>| -> Result<Bound<Vec<u8>>, CliError> {
+        Ok(match k {
+            Some(k) => make(out.parse_bytes(k)?),
+            None => Bound::Unbounded,
+        })
+    };
+    let range = (bound(&args.from, Bound::Included)?, bound(&args.to, Bound::Excluded)?);
+    let db = open_db(dir, false)?;
+    let entries = db.range(range)?.take(args.limit.unwrap_or(usize::MAX));
+    let mut stdout = std::io::stdout().lock();
+    let mut rows = Vec::new();
+    for entry in entries {
+        let (key, value) = entry?;
+        if out.json {
+            let mut row = json!({ "key": out.style.show(&key) });
+            if !args.keys_only {
+                row["value"] = json!(out.style.show(&value));
+            }
+            rows.push(row);
+        } else if args.keys_only {
+            writeln!(stdout, "{}", out.style.show(&key))?;
+        } else {
+            writeln!(stdout, "{}\t{}", out.style.show(&key), out.style.show(&value))?;
+        }
+    }
+    if out.json {
+        writeln!(stdout, "{}", crate::format::json(&serde_json::Value::Array(rows)))?;
+    }
+    Ok(Exit::Success)
+}

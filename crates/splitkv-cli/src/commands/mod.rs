@@ -1,0 +1,147 @@
+//! The subcommands, one module per family, and what they share: output settings, exit codes,
+//! the tool's error type and the two ways of getting at a database.
+//!
+//! A command either opens the database ([`open_db`], which takes the directory lock, replays the
+//! value log and may start background compaction) or, when it only reads files, holds the
+//! directory lock itself ([`lock_db_dir`]) so that another process cannot change the files under
+//! it. Both fail with a clear message when another process has the database open.
+
+pub mod admin;
+pub mod dump;
+pub mod info;
+pub mod kv;
+pub mod verify;
+
+use std::fmt;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use splitkv::filenames::{current_file, lock_file};
+use splitkv::fs::{FileLock, FileSystem, OsFileSystem};
+use splitkv::{Db, Error, Options};
+
+use crate::format::ByteStyle;
+use crate::hex;
+
+/// How a command prints.
+#[derive(Clone, Copy, Debug)]
+pub struct Output {
+    /// Spelling of keys and values (also how they are read from the command line).
+    pub style: ByteStyle,
+    /// JSON instead of text.
+    pub json: bool,
+}
+
+impl Output {
+    /// Reads a key or value given on the command line: hex digits with `--hex`, else its bytes.
+    pub fn parse_bytes(&self, text: &str) -> Result<Vec<u8>, CliError> {
+        match self.style {
+            ByteStyle::Hex => hex::decode(text).map_err(CliError::Usage),
+            ByteStyle::Escaped => Ok(text.as_bytes().to_vec()),
+        }
+    }
+}
+
+/// How a command that did its job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Done.
+    Success,
+    /// The key asked for does not exist.
+    NotFound,
+    /// `verify` found problems.
+    ProblemsFound,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        match exit {
+            Exit::Success => ExitCode::SUCCESS,
+            Exit::NotFound | Exit::ProblemsFound => ExitCode::from(1),
+        }
+    }
+}
+
+/// Why a command could not do its job.
+#[derive(Debug)]
+pub enum CliError {
+    /// The engine refused or failed (locked, I/O, corruption, ...). Exit code 3.
+    Db(Error),
+    /// Bad input on the command line. Exit code 2.
+    Usage(String),
+    /// The command exists in the interface but not in this version. Exit code 2.
+    Unavailable(String),
+}
+
+impl CliError {
+    /// The process exit code for this error.
+    pub fn exit(&self) -> ExitCode {
+        match self {
+            CliError::Db(_) => ExitCode::from(3),
+            CliError::Usage(_) | CliError::Unavailable(_) => ExitCode::from(2),
+        }
+    }
+}
+
+impl From<Error> for CliError {
+    fn from(e: Error) -> Self {
+        CliError::Db(e)
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Db(Error::Io(e))
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Db(Error::Locked(dir)) => write!(
+                f,
+                "database at {} is locked: another process has it open. Nothing was changed; \
+                 stop that process (or wait for it to close the database) and try again",
+                dir.display()
+            ),
+            CliError::Db(e) => write!(f, "{e}"),
+            CliError::Usage(m) => write!(f, "{m}"),
+            CliError::Unavailable(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+/// The file system the tool works on.
+pub fn os_fs() -> Arc<dyn FileSystem> {
+    OsFileSystem::shared()
+}
+
+/// Refuses a path that does not hold a database, so that no command creates one by accident.
+pub fn require_db(dir: &Path) -> Result<(), CliError> {
+    if !os_fs().exists(&current_file(dir)) {
+        return Err(CliError::Usage(format!("{} is not a splitkv database (no CURRENT file)", dir.display())));
+    }
+    Ok(())
+}
+
+/// Opens the database at `dir`; with `create`, makes a new one if there is none.
+pub fn open_db(dir: &Path, create: bool) -> Result<Db, CliError> {
+    if !create {
+        require_db(dir)?;
+    }
+    let options = Options { create_if_missing: create, ..Options::default() };
+    Ok(Db::open(dir, options)?)
+}
+
+/// Takes the lock of the database at `dir` without opening it; the files stay unchanged while
+/// the returned guard lives.
+pub fn lock_db_dir(dir: &Path) -> Result<Box<dyn FileLock>, CliError> {
+    require_db(dir)?;
+    Ok(os_fs().lock(&lock_file(dir))?)
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub fn print_json(value: &serde_json::Value) {
+    outln!("{}", crate::format::json(value));
+}

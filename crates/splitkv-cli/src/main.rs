@@ -1,0 +1,136 @@
+//! `splitkv`: the admin tool for splitkv databases.
+//!
+//! Parses the command line ([`Cli`]) and hands each subcommand to its module under `commands`.
+//! Commands that change nothing on disk (`info`, `verify` of files, `dump`) read files directly
+//! instead of opening the database, so they neither replay the value log nor start background
+//! work. Exit codes: 0 success; 1 key not found (`get`) or problems found (`verify`); 2 usage
+//! error or command not available in this version; 3 any other error (locked database, I/O,
+//! corruption met while serving the command).
+
+/// `println!` that ends the process quietly when stdout is closed early (`splitkv dump ... |
+/// head`) instead of panicking; the tool only prints after its writes are done.
+macro_rules! outln {
+    () => {
+        $crate::format::emit_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::format::emit_line(format_args!($($arg)*))
+    };
+}
+
+mod commands;
+mod format;
+mod hex;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::commands::CliError;
+
+/// Admin tool for splitkv databases.
+#[derive(Debug, Parser)]
+#[command(name = "splitkv", version, about)]
+struct Cli {
+    /// Keys and values are hex digits, on the command line and in output.
+    #[arg(long, global = true)]
+    hex: bool,
+    /// Machine-readable JSON output (info, verify, dump, scan, stats).
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the value of KEY (raw bytes, or hex with --hex); exit 1 if it is missing.
+    Get { db: PathBuf, key: String },
+    /// Set KEY to VALUE (read from standard input when VALUE is omitted).
+    Put { db: PathBuf, key: String, value: Option<String> },
+    /// Remove KEY.
+    Delete { db: PathBuf, key: String },
+    /// List entries in key order, from --from (inclusive) to --to (exclusive).
+    Scan {
+        db: PathBuf,
+        /// First key to list (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// Key to stop before (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Most entries to list.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// List keys only.
+        #[arg(long)]
+        keys_only: bool,
+    },
+    /// Levels, value-log segments, log head, sequence number, options and space amplification.
+    Info { db: PathBuf },
+    /// Check every SSTable block, every value-log record and every value pointer.
+    Verify {
+        db: PathBuf,
+        /// Check files only; skip opening the database to resolve value pointers.
+        #[arg(long)]
+        files_only: bool,
+    },
+    /// Print the contents of one file.
+    Dump {
+        #[command(subcommand)]
+        what: DumpTarget,
+    },
+    /// Compact the whole key range down through every level.
+    Compact { db: PathBuf },
+    /// Value-log garbage collection (not available in this version).
+    Gc { db: PathBuf },
+    /// Engine statistics of the database as opened by this tool.
+    Stats { db: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+enum DumpTarget {
+    /// Every entry of an SSTable file.
+    Sst { file: PathBuf },
+    /// Every record of a value-log segment file.
+    Segment { file: PathBuf },
+    /// Every version edit in the MANIFEST that CURRENT names (or a MANIFEST file given directly).
+    Manifest { db: PathBuf },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let out = commands::Output { style: format::ByteStyle::from_hex_flag(cli.hex), json: cli.json };
+    let result = match cli.command {
+        Command::Get { db, key } => commands::kv::get(&db, &key, out),
+        Command::Put { db, key, value } => commands::kv::put(&db, &key, value.as_deref(), out),
+        Command::Delete { db, key } => commands::kv::delete(&db, &key, out),
+        Command::Scan { db, from, to, limit, keys_only } => {
+            let scan = commands::kv::ScanArgs { from, to, limit, keys_only };
+            commands::kv::scan(&db, &scan, out)
+        }
+        Command::Info { db } => commands::info::run(&db, out),
+        Command::Verify { db, files_only } => commands::verify::run(&db, files_only, out),
+        Command::Dump { what: DumpTarget::Sst { file } } => commands::dump::sst(&file, out),
+        Command::Dump { what: DumpTarget::Segment { file } } => commands::dump::segment(&file, out),
+        Command::Dump { what: DumpTarget::Manifest { db } } => commands::dump::manifest(&db, out),
+        Command::Compact { db } => commands::admin::compact(&db, out),
+        Command::Gc { db } => commands::admin::gc(&db),
+        Command::Stats { db } => commands::admin::stats(&db, out),
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        Err(e) => report(e),
+    }
+}
+
+fn report(e: CliError) -> ExitCode {
+    if let CliError::Db(splitkv::Error::Io(io)) = &e {
+        if io.kind() == std::io::ErrorKind::BrokenPipe {
+            return ExitCode::SUCCESS;
+        }
+    }
+    eprintln!("splitkv: {e}");
+    e.exit()
+}

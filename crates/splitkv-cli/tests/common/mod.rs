@@ -1,0 +1,77 @@
+//! Helpers shared by the end-to-end tests: build a database with the library, run the built
+//! `splitkv` binary on it, and damage files byte by byte.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use splitkv::{Db, Options};
+
+pub type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Keys and values written by [`build_db`]: `key000`..`key199` with 100-byte inline values, and
+/// `big0`..`big4` with 2000-byte values that go to the value log.
+pub fn expected_value(key: &str) -> Vec<u8> {
+    let (fill, len) = if key.starts_with("big") { (b'B', 2000) } else { (b'v', 100) };
+    let mut value = key.as_bytes().to_vec();
+    value.resize(len, fill);
+    value
+}
+
+/// Creates a database in `dir` holding the keys of [`expected_value`], flushed to an SSTable,
+/// and closes it.
+pub fn build_db(dir: &Path) -> Result<(), splitkv::Error> {
+    let db = Db::open(dir, Options::default())?;
+    for i in 0..200 {
+        let key = format!("key{i:03}");
+        db.put(&key, expected_value(&key))?;
+    }
+    for i in 0..5 {
+        let key = format!("big{i}");
+        db.put(&key, expected_value(&key))?;
+    }
+    db.flush()?;
+    db.close()
+}
+
+/// A fresh temporary directory and the database path inside it.
+pub fn temp_db() -> Result<(tempfile::TempDir, PathBuf), Box<dyn std::error::Error>> {
+    let tmp = tempfile::tempdir()?;
+    let db = tmp.path().join("db");
+    Ok((tmp, db))
+}
+
+/// Runs `splitkv` with `args` and no standard input.
+pub fn splitkv<I, S>(args: I) -> std::io::Result<Output>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_splitkv")).args(args).stdin(Stdio::null()).output()
+}
+
+/// Exit code, stdout and stderr of a run, for assertions and failure messages.
+pub fn outcome(out: &Output) -> (Option<i32>, String, String) {
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Files of `dir` with the given extension, sorted.
+pub fn files_with_ext(dir: &Path, ext: &str) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Flips the low bit of the byte at `offset` in `path`.
+pub fn flip_byte(path: &Path, offset: usize) -> std::io::Result<()> {
+    let mut bytes = std::fs::read(path)?;
+    bytes[offset] ^= 1;
+    std::fs::write(path, bytes)
+}
