@@ -83,7 +83,7 @@ enum Command {
     },
     /// Compact the whole key range down through every level.
     Compact { db: PathBuf },
-    /// Value-log garbage collection (not available in this version).
+    /// Value-log garbage collection: flush, compact, clean every segment holding garbage.
     Gc { db: PathBuf },
     /// Engine statistics of the database as opened by this tool.
     Stats { db: PathBuf },
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
         Command::Dump { what: DumpTarget::Segment { file } } => commands::dump::segment(&file, out),
         Command::Dump { what: DumpTarget::Manifest { db } } => commands::dump::manifest(&db, out),
         Command::Compact { db } => commands::admin::compact(&db, out),
-        Command::Gc { db } => commands::admin::gc(&db),
+        Command::Gc { db } => commands::admin::gc(&db, out),
         Command::Stats { db } => commands::admin::stats(&db, out),
     };
     match result {
