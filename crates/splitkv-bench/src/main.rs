@@ -14,6 +14,7 @@ mod flags;
 mod keys;
 mod report;
 mod values;
+mod ycsb;
 
 use std::process::ExitCode;
 use std::sync::Barrier;

@@ -408,6 +408,23 @@ impl Engine for LevelDbEngine {
         iter.status()
     }
 
+    fn scan_from(&self, start: &[u8], limit: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> BenchResult<usize> {
+        // SAFETY: live handle; start valid for the call.
+        let iter = OwnedIterator(unsafe { leveldb_create_iterator(self.db, self.read_options) });
+        // SAFETY: live iterator.
+        unsafe { leveldb_iter_seek(iter.0, start.as_ptr().cast(), start.len()) };
+        let mut visited = 0;
+        while visited < limit && iter.valid() {
+            let (key, value) = iter.entry();
+            visit(key, value);
+            visited += 1;
+            // SAFETY: live, valid iterator.
+            unsafe { leveldb_iter_next(iter.0) };
+        }
+        iter.status()?;
+        Ok(visited)
+    }
+
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool> {
         // SAFETY: live handle; target valid for the call.
         let iter = OwnedIterator(unsafe { leveldb_create_iterator(self.db, self.read_options) });
