@@ -16,7 +16,7 @@ pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillsync,fillrandom,overwrite,read
 readreverse,compact,readrandom,readseq,readreverse,fill100K";
 
 /// Which storage engine the benchmarks drive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum EngineKind {
     /// This project's engine.
     Splitkv,
@@ -27,7 +27,7 @@ pub enum EngineKind {
 }
 
 /// Block compression requested with `--compression_type`; engines reject kinds they lack.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Compression {
     /// No compression.
     None,
@@ -40,7 +40,7 @@ pub enum Compression {
 }
 
 /// Every flag the benchmark understands.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Flags {
     /// Benchmarks to run, in order.
     pub benchmarks: Vec<String>,
