@@ -430,6 +430,23 @@ struct Runner<'f> {
     total_thread_count: u32,
     tracking: Tracking,
     results: Vec<Metrics>,
+    after_close: Option<AfterClose>,
+}
+
+/// The database's footprint once the engine has closed (everything buffered is on disk).
+#[derive(Clone, Debug, serde::Serialize)]
+struct AfterClose {
+    db_bytes_on_disk: Option<u64>,
+    live_user_bytes: Option<u64>,
+    space_amplification: Option<f64>,
+}
+
+impl AfterClose {
+    fn format_line(&self) -> String {
+        let amplification = self.space_amplification.map_or_else(|| "n/a".to_owned(), |a| format!("{a:.2}"));
+        let bytes = self.db_bytes_on_disk.map_or_else(|| "n/a".to_owned(), |b| b.to_string());
+        format!("  after close: {bytes} bytes on disk; space amp {amplification}")
+    }
 }
 
 impl<'f> Runner<'f> {
@@ -452,6 +469,7 @@ impl<'f> Runner<'f> {
                 live_known: !flags.use_existing_db,
             },
             results: Vec::new(),
+            after_close: None,
         }
     }
 
@@ -506,10 +524,30 @@ impl<'f> Runner<'f> {
                 }
             }
         }
-        match self.engine.take() {
-            Some(engine) => engine.close(),
-            None => Ok(()),
+        if let Some(engine) = self.engine.take() {
+            engine.close()?;
+            // Closing flushes what the engine still buffered, so this is the settled footprint.
+            let db_bytes_on_disk = engines::disk_usage(&self.flags.db).ok();
+            let live_user_bytes = self.live_user_bytes();
+            self.after_close = Some(AfterClose {
+                db_bytes_on_disk,
+                live_user_bytes,
+                space_amplification: report::ratio(db_bytes_on_disk, live_user_bytes),
+            });
+            if let Some(after_close) = &self.after_close {
+                println!("{}", after_close.format_line());
+            }
+            self.write_json()?;
         }
+        Ok(())
+    }
+
+    /// Key + value bytes of the live records, if the harness has seen every write.
+    fn live_user_bytes(&self) -> Option<u64> {
+        if !self.tracking.live_known {
+            return None;
+        }
+        self.tracking.db_bench.total().zip(self.tracking.ycsb.total()).map(|(a, b)| a + b)
     }
 
     fn reopen_fresh(&mut self) -> BenchResult<()> {
@@ -537,6 +575,7 @@ impl<'f> Runner<'f> {
             "engine": engines::version_line(self.flags),
             "flags": self.flags,
             "benchmarks": self.results,
+            "after_close": self.after_close,
         });
         std::fs::write(path, serde_json::to_string_pretty(&document)?)?;
         Ok(())
@@ -621,10 +660,7 @@ impl<'f> Runner<'f> {
             os_bytes_before.zip(report::os_write_bytes()).map(|(before, after)| after.saturating_sub(before));
         metrics.os_write_amplification = report::ratio(metrics.os_bytes_written, user);
         metrics.db_bytes_on_disk = engines::disk_usage(&self.flags.db).ok();
-        if self.tracking.live_known {
-            metrics.live_user_bytes =
-                self.tracking.db_bench.total().zip(self.tracking.ycsb.total()).map(|(a, b)| a + b);
-        }
+        metrics.live_user_bytes = self.live_user_bytes();
         metrics.space_amplification = report::ratio(metrics.db_bytes_on_disk, metrics.live_user_bytes);
     }
 }
@@ -744,6 +780,7 @@ mod tests {
         assert_eq!(written["benchmarks"].as_array().map(Vec::len), Some(5));
         assert_eq!(written["flags"]["ycsb_records"], 300);
         assert!(written["benchmarks"][1]["latency_micros"]["p99"].is_number());
+        assert!(written["after_close"]["space_amplification"].as_f64().is_some_and(|a| a > 0.0), "{written}");
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_file(&json);
     }
