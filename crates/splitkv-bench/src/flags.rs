@@ -238,7 +238,9 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
     // Only booleans may omit `=value`.
     let text = || value.ok_or_else(invalid);
     let number = |expected| -> Result<u64, FlagError> { text()?.parse::<u64>().map_err(|_| bad(expected)) };
-    let size = || -> Result<usize, FlagError> { usize::try_from(number("a non-negative integer")?).map_err(|_| bad("a size")) };
+    let size = || -> Result<usize, FlagError> {
+        usize::try_from(number("a non-negative integer")?).map_err(|_| bad("a size"))
+    };
     let boolean = || -> Result<bool, FlagError> {
         match value {
             None | Some("true") | Some("1") => Ok(true),
@@ -252,7 +254,8 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "num" => {
             // Keys are drawn by a 31-bit generator, as in db_bench.
             let n = number("an integer below 2^31")?;
-            flags.num = u32::try_from(n).ok().filter(|n| *n < i32::MAX as u32).ok_or_else(|| bad("an integer below 2^31"))?;
+            flags.num =
+                u32::try_from(n).ok().filter(|n| *n < i32::MAX as u32).ok_or_else(|| bad("an integer below 2^31"))?;
         }
         "reads" => flags.reads = text()?.parse().map_err(|_| bad("an integer"))?,
         "value_size" => flags.value_size = size()?,
@@ -303,7 +306,9 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "enable_blob_files" => flags.enable_blob_files = boolean()?,
         "min_blob_size" => flags.min_blob_size = number("a size")?,
         "blob_file_size" => flags.blob_file_size = Some(number("a size")?),
-        "ycsb_records" => flags.ycsb_records = Some(number("at least 1")?).filter(|n| *n >= 1).ok_or_else(|| bad("at least 1"))?,
+        "ycsb_records" => {
+            flags.ycsb_records = Some(number("at least 1")?).filter(|n| *n >= 1).ok_or_else(|| bad("at least 1"))?
+        }
         "ycsb_ops" => flags.ycsb_ops = number("a count")?,
         "ycsb_threads" => flags.ycsb_threads = Some(size()?).filter(|t| *t >= 1).ok_or_else(|| bad("at least 1"))?,
         "ycsb_field_count" => flags.ycsb_field_count = size()?,

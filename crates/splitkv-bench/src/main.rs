@@ -452,7 +452,8 @@ impl AfterClose {
 impl<'f> Runner<'f> {
     fn new(flags: &'f Flags) -> Self {
         // YCSB key numbers reach past the loaded records by the inserts of every D or E run.
-        let inserting_runs = flags.benchmarks.iter().filter(|name| matches!(name.as_str(), "ycsb_d" | "ycsb_e")).count();
+        let inserting_runs =
+            flags.benchmarks.iter().filter(|name| matches!(name.as_str(), "ycsb_d" | "ycsb_e")).count();
         let ycsb_capacity = if flags.benchmarks.iter().any(|name| name.starts_with("ycsb_")) {
             flags.ycsb_records + flags.ycsb_ops * inserting_runs as u64 + 1
         } else {

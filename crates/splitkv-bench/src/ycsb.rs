@@ -402,7 +402,12 @@ mod tests {
         let mut sorted: Vec<u64> = counts.into_values().collect();
         sorted.sort_unstable_by(|a, b| b.cmp(a));
         let top = |k: usize| sorted.iter().take(k).sum::<u64>() as f64 / DRAWS as f64;
-        Shares { hottest: top(1), top10: top(10), top1pct: top(items as usize / 100), top10pct: top(items as usize / 10) }
+        Shares {
+            hottest: top(1),
+            top10: top(10),
+            top1pct: top(items as usize / 100),
+            top10pct: top(items as usize / 10),
+        }
     }
 
     fn assert_close(what: &str, ours: f64, reference: f64, tolerance: f64) {
@@ -484,7 +489,8 @@ mod tests {
     #[test]
     fn latest_favours_recent_inserts_like_ycsb() {
         // YCSB 0.17.0 core generators, 10M draws: skewed_latest at 100000 and 1000000 items.
-        for (items, latest1pct, latest10pct, seed) in [(100_000, 0.61277, 0.80412, 4), (1_000_000, 0.6695, 0.83267, 5)] {
+        for (items, latest1pct, latest10pct, seed) in [(100_000, 0.61277, 0.80412, 4), (1_000_000, 0.6695, 0.83267, 5)]
+        {
             let (ours1, ours10) = latest_shares(items, seed);
             assert_close("newest 1%", ours1, latest1pct, 0.01);
             assert_close("newest 10%", ours10, latest10pct, 0.01);

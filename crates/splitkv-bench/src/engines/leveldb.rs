@@ -93,7 +93,13 @@ extern "C" {
 
     fn leveldb_writebatch_create() -> *mut RawWriteBatch;
     fn leveldb_writebatch_destroy(batch: *mut RawWriteBatch);
-    fn leveldb_writebatch_put(batch: *mut RawWriteBatch, key: *const c_char, klen: usize, val: *const c_char, vlen: usize);
+    fn leveldb_writebatch_put(
+        batch: *mut RawWriteBatch,
+        key: *const c_char,
+        klen: usize,
+        val: *const c_char,
+        vlen: usize,
+    );
     fn leveldb_writebatch_delete(batch: *mut RawWriteBatch, key: *const c_char, klen: usize);
 
     fn leveldb_options_create() -> *mut RawOptions;
@@ -170,7 +176,8 @@ impl OwnedOptions {
         // SAFETY: each create function returns a fresh object we own; setters take the pointer we
         // just created. The cache and filter outlive the options because Drop frees them after.
         unsafe {
-            let owned = OwnedOptions { options: leveldb_options_create(), cache: ptr::null_mut(), filter: ptr::null_mut() };
+            let owned =
+                OwnedOptions { options: leveldb_options_create(), cache: ptr::null_mut(), filter: ptr::null_mut() };
             let options = owned.options;
             leveldb_options_set_create_if_missing(options, 1);
             if let Some(size) = flags.write_buffer_size {
@@ -370,9 +377,13 @@ impl Engine for LevelDbEngine {
             let batch = leveldb_writebatch_create();
             for op in ops {
                 match *op {
-                    WriteOp::Put { key, value } => {
-                        leveldb_writebatch_put(batch, key.as_ptr().cast(), key.len(), value.as_ptr().cast(), value.len())
-                    }
+                    WriteOp::Put { key, value } => leveldb_writebatch_put(
+                        batch,
+                        key.as_ptr().cast(),
+                        key.len(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                    ),
                     WriteOp::Delete { key } => leveldb_writebatch_delete(batch, key.as_ptr().cast(), key.len()),
                 }
             }
