@@ -16,16 +16,18 @@ pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillsync,fillrandom,overwrite,read
 readreverse,compact,readrandom,readseq,readreverse,fill100K";
 
 /// Which storage engine the benchmarks drive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum EngineKind {
     /// This project's engine.
     Splitkv,
     /// LevelDB through its C API (needs the `leveldb` cargo feature).
     LevelDb,
+    /// RocksDB through the `rocksdb` crate (needs the `rocksdb` cargo feature).
+    RocksDb,
 }
 
 /// Block compression requested with `--compression_type`; engines reject kinds they lack.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Compression {
     /// No compression.
     None,
@@ -38,7 +40,7 @@ pub enum Compression {
 }
 
 /// Every flag the benchmark understands.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Flags {
     /// Benchmarks to run, in order.
     pub benchmarks: Vec<String>,
@@ -88,6 +90,24 @@ pub struct Flags {
     pub max_bytes_for_level_base: Option<u64>,
     /// Size at which an SSTable is cut (LevelDB's `max_file_size`).
     pub target_file_size: Option<u64>,
+    /// RocksDB: store large values in blob files (integrated BlobDB).
+    pub enable_blob_files: bool,
+    /// RocksDB: values at least this long go to blob files.
+    pub min_blob_size: u64,
+    /// RocksDB: size at which a blob file is cut.
+    pub blob_file_size: Option<u64>,
+    /// YCSB: records loaded by `ycsb_load` (`recordcount`).
+    pub ycsb_records: u64,
+    /// YCSB: operations per workload run, over all threads (`operationcount`).
+    pub ycsb_ops: u64,
+    /// YCSB: client threads.
+    pub ycsb_threads: usize,
+    /// YCSB: fields per record (`fieldcount`); all fields are stored as one value.
+    pub ycsb_field_count: usize,
+    /// YCSB: bytes per field (`fieldlength`).
+    pub ycsb_field_length: usize,
+    /// Write every benchmark's metrics to this file as JSON.
+    pub json: Option<PathBuf>,
 }
 
 impl Default for Flags {
@@ -117,6 +137,15 @@ impl Default for Flags {
             segment_size: None,
             max_bytes_for_level_base: None,
             target_file_size: None,
+            enable_blob_files: false,
+            min_blob_size: 0,
+            blob_file_size: None,
+            ycsb_records: 100_000,
+            ycsb_ops: 100_000,
+            ycsb_threads: 1,
+            ycsb_field_count: 10,
+            ycsb_field_length: 100,
+            json: None,
         }
     }
 }
@@ -125,6 +154,11 @@ impl Flags {
     /// Read operations per thread: `--reads`, or `--num` when it is negative.
     pub fn reads_per_thread(&self) -> u64 {
         u64::try_from(self.reads).unwrap_or(u64::from(self.num))
+    }
+
+    /// Bytes of one YCSB record (all its fields).
+    pub fn ycsb_record_size(&self) -> usize {
+        self.ycsb_field_count * self.ycsb_field_length
     }
 }
 
@@ -162,12 +196,16 @@ usage: splitkv-bench [--name=value ...]
   --benchmarks=LIST         comma-separated, run in order: fillseq fillbatch fillrandom overwrite
                             fillsync fill100K readrandom readmissing readhot readrandomsmall readseq
                             readreverse seekrandom deleterandom deleteseq compact stats
+                            ycsb_load ycsb_a ycsb_b ycsb_c ycsb_d ycsb_e ycsb_f
   --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
   --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
-  --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb
+  --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb|rocksdb  --json=FILE
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
-  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N";
+  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
+  --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
+  --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
+  --ycsb_field_count=N (10)  --ycsb_field_length=N (100)";
 
 fn split_benchmarks(list: &str) -> Vec<String> {
     list.split(',').map(str::to_owned).collect()
@@ -200,7 +238,9 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
     // Only booleans may omit `=value`.
     let text = || value.ok_or_else(invalid);
     let number = |expected| -> Result<u64, FlagError> { text()?.parse::<u64>().map_err(|_| bad(expected)) };
-    let size = || -> Result<usize, FlagError> { usize::try_from(number("a non-negative integer")?).map_err(|_| bad("a size")) };
+    let size = || -> Result<usize, FlagError> {
+        usize::try_from(number("a non-negative integer")?).map_err(|_| bad("a size"))
+    };
     let boolean = || -> Result<bool, FlagError> {
         match value {
             None | Some("true") | Some("1") => Ok(true),
@@ -214,7 +254,8 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "num" => {
             // Keys are drawn by a 31-bit generator, as in db_bench.
             let n = number("an integer below 2^31")?;
-            flags.num = u32::try_from(n).ok().filter(|n| *n < i32::MAX as u32).ok_or_else(|| bad("an integer below 2^31"))?;
+            flags.num =
+                u32::try_from(n).ok().filter(|n| *n < i32::MAX as u32).ok_or_else(|| bad("an integer below 2^31"))?;
         }
         "reads" => flags.reads = text()?.parse().map_err(|_| bad("an integer"))?,
         "value_size" => flags.value_size = size()?,
@@ -234,7 +275,8 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
             flags.engine = match text()? {
                 "splitkv" => EngineKind::Splitkv,
                 "leveldb" => EngineKind::LevelDb,
-                _ => return Err(bad("splitkv or leveldb")),
+                "rocksdb" => EngineKind::RocksDb,
+                _ => return Err(bad("splitkv, leveldb or rocksdb")),
             }
         }
         "write_buffer_size" => flags.write_buffer_size = Some(size()?),
@@ -261,6 +303,17 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "segment_size" => flags.segment_size = Some(number("a size")?),
         "max_bytes_for_level_base" => flags.max_bytes_for_level_base = Some(number("a size")?),
         "target_file_size" | "max_file_size" => flags.target_file_size = Some(number("a size")?),
+        "enable_blob_files" => flags.enable_blob_files = boolean()?,
+        "min_blob_size" => flags.min_blob_size = number("a size")?,
+        "blob_file_size" => flags.blob_file_size = Some(number("a size")?),
+        "ycsb_records" => {
+            flags.ycsb_records = Some(number("at least 1")?).filter(|n| *n >= 1).ok_or_else(|| bad("at least 1"))?
+        }
+        "ycsb_ops" => flags.ycsb_ops = number("a count")?,
+        "ycsb_threads" => flags.ycsb_threads = Some(size()?).filter(|t| *t >= 1).ok_or_else(|| bad("at least 1"))?,
+        "ycsb_field_count" => flags.ycsb_field_count = size()?,
+        "ycsb_field_length" => flags.ycsb_field_length = size()?,
+        "json" => flags.json = Some(PathBuf::from(text()?)),
         _ => return Err(invalid()),
     }
     Ok(())
@@ -349,5 +402,29 @@ mod tests {
         assert!(matches!(parse(["--threads=0"]), Err(FlagError::BadValue { .. })));
         assert!(matches!(parse(["--engine=rocks"]), Err(FlagError::BadValue { .. })));
         assert_eq!(parse(["--help"]).unwrap_err(), FlagError::HelpRequested);
+    }
+
+    #[test]
+    fn rocksdb_blob_and_ycsb_flags() {
+        let f = parse([
+            "--engine=rocksdb",
+            "--enable_blob_files",
+            "--min_blob_size=512",
+            "--ycsb_records=5000",
+            "--ycsb_ops=2000",
+            "--ycsb_threads=2",
+            "--ycsb_field_length=1638",
+            "--json=/tmp/out.json",
+        ])
+        .unwrap();
+        assert_eq!(f.engine, EngineKind::RocksDb);
+        assert!(f.enable_blob_files);
+        assert_eq!(f.min_blob_size, 512);
+        assert_eq!((f.ycsb_records, f.ycsb_ops, f.ycsb_threads), (5000, 2000, 2));
+        assert_eq!(f.ycsb_record_size(), 16_380);
+        assert_eq!(f.json, Some(PathBuf::from("/tmp/out.json")));
+        assert_eq!(Flags::default().ycsb_record_size(), 1000);
+        assert!(matches!(parse(["--ycsb_threads=0"]), Err(FlagError::BadValue { .. })));
+        assert!(matches!(parse(["--ycsb_records=0"]), Err(FlagError::BadValue { .. })));
     }
 }

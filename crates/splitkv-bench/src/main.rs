@@ -7,6 +7,15 @@
 //! everything else (`overwrite`, reads, deletes, `compact`) uses what is there. Each benchmark runs
 //! on `--threads` threads that each do the full operation count with their own random stream,
 //! started together behind a barrier; their measurements are merged into one report line.
+//!
+//! YCSB's core workloads run as the benchmarks `ycsb_load` (fresh database, `--ycsb_records`
+//! records split over `--ycsb_threads`) and `ycsb_a` … `ycsb_f` (`--ycsb_ops` operations in total
+//! over `--ycsb_threads`). Inserts of D and E continue one key sequence across the whole run.
+//!
+//! After each benchmark the runner also gathers [`report::Metrics`]: throughput, latency
+//! percentiles, write amplification (engine counters and `/proc/self/io`), space amplification
+//! (directory size over the live data the harness tracked) and stall time; it prints them on an
+//! indented line and, with `--json=FILE`, rewrites FILE with every benchmark so far.
 #![deny(unsafe_code)]
 
 mod engines;
@@ -14,15 +23,18 @@ mod flags;
 mod keys;
 mod report;
 mod values;
+mod ycsb;
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Barrier;
 
 use engines::{BenchResult, Direction, Engine, WriteOp};
 use flags::{FlagError, Flags};
 use keys::{KeyBuffer, LevelDbRandom};
-use report::OpStats;
+use report::{Metrics, OpStats};
 use values::ValueGenerator;
+use ycsb::{InsertCounter, KeyChooser, Operation, SplitMix64};
 
 /// Operation counts and sizes for one benchmark (db_bench resets these before each one).
 #[derive(Clone, Copy, Debug)]
@@ -34,16 +46,71 @@ struct Workload {
     sync: bool,
 }
 
-/// What every thread of a benchmark shares, read-only.
+/// The size of every record a run has written, indexed by key number, so that space
+/// amplification can divide by the live data. Writers store with relaxed atomics; the total is
+/// read after the benchmark's threads have joined.
+struct LiveSet {
+    bytes_by_key: Vec<AtomicU32>,
+    /// A key number beyond the capacity was written: the total is then unknown.
+    overflowed: std::sync::atomic::AtomicBool,
+}
+
+impl LiveSet {
+    fn new(capacity: u64) -> Self {
+        LiveSet {
+            bytes_by_key: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
+            overflowed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Records that key number `k` now holds `bytes` of key + value (0 after a delete).
+    fn set(&self, k: u64, bytes: usize) {
+        match usize::try_from(k).ok().and_then(|k| self.bytes_by_key.get(k)) {
+            Some(slot) => slot.store(u32::try_from(bytes).unwrap_or(u32::MAX), Ordering::Relaxed),
+            None => self.overflowed.store(true, Ordering::Relaxed),
+        }
+    }
+
+    fn clear(&self) {
+        self.bytes_by_key.iter().for_each(|slot| slot.store(0, Ordering::Relaxed));
+        self.overflowed.store(false, Ordering::Relaxed);
+    }
+
+    fn total(&self) -> Option<u64> {
+        if self.overflowed.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(self.bytes_by_key.iter().map(|slot| u64::from(slot.load(Ordering::Relaxed))).sum())
+    }
+}
+
+/// State that lives across benchmarks: what is in the database, per key space.
+struct Tracking {
+    /// Keys of the db_bench benchmarks.
+    db_bench: LiveSet,
+    /// YCSB records, by key number.
+    ycsb: LiveSet,
+    /// YCSB's insert key sequence.
+    ycsb_inserts: InsertCounter,
+    /// False when the run began on an existing database whose contents the harness never saw.
+    live_known: bool,
+}
+
+/// What every thread of a benchmark shares, read-only (apart from the atomic tracking).
 struct Context<'a> {
     engine: &'a dyn Engine,
     flags: &'a Flags,
     workload: Workload,
+    threads: usize,
+    ycsb_workload: Option<ycsb::Workload>,
+    tracking: &'a Tracking,
 }
 
 /// One thread's private state.
 struct ThreadState {
+    index: usize,
     rand: LevelDbRandom,
+    ycsb_rand: SplitMix64,
     stats: OpStats,
 }
 
@@ -53,13 +120,26 @@ type Method = fn(&Context<'_>, &mut ThreadState) -> BenchResult<()>;
 struct Plan {
     method: Option<Method>,
     fresh_db: bool,
+    /// Set for YCSB benchmarks: they run on `--ycsb_threads`; `None` inside is the load phase.
+    ycsb: Option<Option<ycsb::Workload>>,
 }
 
 /// Chooses the method for `name` and adjusts the workload as db_bench does; `None` for an
 /// unknown name.
 fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
-    let run = |method: Method| Some(Plan { method: Some(method), fresh_db: false });
-    let fill = |method: Method| Some(Plan { method: Some(method), fresh_db: true });
+    let run = |method: Method| Some(Plan { method: Some(method), fresh_db: false, ycsb: None });
+    let fill = |method: Method| Some(Plan { method: Some(method), fresh_db: true, ycsb: None });
+    if name == "ycsb_load" {
+        return Some(Plan { method: Some(ycsb_load), fresh_db: true, ycsb: Some(None) });
+    }
+    if let Some(letter) = name.strip_prefix("ycsb_") {
+        let mut chars = letter.chars();
+        let workload = match (chars.next(), chars.next()) {
+            (Some(letter), None) => ycsb::Workload::core(letter)?,
+            _ => return None,
+        };
+        return Some(Plan { method: Some(ycsb_run), fresh_db: false, ycsb: Some(Some(workload)) });
+    }
     match name {
         "fillseq" => fill(write_seq),
         "fillbatch" => {
@@ -92,7 +172,7 @@ fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
         "deleteseq" => run(delete_seq),
         "deleterandom" => run(delete_random),
         "compact" => run(compact),
-        "stats" => Some(Plan { method: None, fresh_db: false }),
+        "stats" => Some(Plan { method: None, fresh_db: false, ycsb: None }),
         _ => None,
     }
 }
@@ -122,6 +202,7 @@ fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> Be
             let k = next_key(0);
             ctx.engine.put(key.set(k), values.generate(w.value_size), w.sync)?;
             bytes += (w.value_size + key.len()) as u64;
+            ctx.tracking.db_bench.set(k, w.value_size + key.len());
             thread.stats.finished_single_op();
         } else {
             batch.clear();
@@ -129,6 +210,7 @@ fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> Be
                 let k = next_key(j);
                 batch.push((key.set(k).to_vec(), values.generate(w.value_size).to_vec()));
                 bytes += (w.value_size + key.len()) as u64;
+                ctx.tracking.db_bench.set(k, w.value_size + key.len());
                 thread.stats.finished_single_op();
             }
             let ops: Vec<WriteOp<'_>> = batch.iter().map(|(key, value)| WriteOp::Put { key, value }).collect();
@@ -137,6 +219,7 @@ fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> Be
         i += batch_len;
     }
     thread.stats.add_bytes(bytes);
+    thread.stats.add_user_bytes_written(bytes);
     Ok(())
 }
 
@@ -235,12 +318,16 @@ fn do_delete(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> B
         if batch_len == 1 {
             let k = next_key(0);
             ctx.engine.delete(key.set(k), w.sync)?;
+            ctx.tracking.db_bench.set(k, 0);
+            thread.stats.add_user_bytes_written(key.len() as u64);
             thread.stats.finished_single_op();
         } else {
             batch.clear();
             for j in 0..batch_len {
                 let k = next_key(j);
                 batch.push(key.set(k).to_vec());
+                ctx.tracking.db_bench.set(k, 0);
+                thread.stats.add_user_bytes_written(key.len() as u64);
                 thread.stats.finished_single_op();
             }
             let ops: Vec<WriteOp<'_>> = batch.iter().map(|key| WriteOp::Delete { key }).collect();
@@ -255,15 +342,138 @@ fn compact(ctx: &Context<'_>, _thread: &mut ThreadState) -> BenchResult<()> {
     ctx.engine.compact()
 }
 
-/// db_bench's `Benchmark`: the open engine and the count of threads started so far, which seeds
-/// each new thread's random stream.
+/// This thread's share `[start, end)` of `total` items split evenly over the benchmark's threads.
+fn thread_share(total: u64, index: usize, threads: usize) -> (u64, u64) {
+    let (index, threads) = (index as u64, threads as u64);
+    (total * index / threads, total * (index + 1) / threads)
+}
+
+/// YCSB's load phase: records `0..ycsb_records` in key-number order (hashed key names).
+fn ycsb_load(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let record_size = ctx.flags.ycsb_record_size();
+    let mut values = ValueGenerator::new(ctx.flags.compression_ratio);
+    let (start, end) = thread_share(ctx.flags.ycsb_records, thread.index, ctx.threads);
+    let mut bytes = 0u64;
+    for keynum in start..end {
+        let key = ycsb::key_name(keynum);
+        ctx.engine.put(key.as_bytes(), values.generate(record_size), ctx.workload.sync)?;
+        ctx.tracking.ycsb.set(keynum, key.len() + record_size);
+        bytes += (key.len() + record_size) as u64;
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_bytes(bytes);
+    thread.stats.add_user_bytes_written(bytes);
+    Ok(())
+}
+
+/// One YCSB transaction phase: this thread's share of `--ycsb_ops` operations drawn from the
+/// workload's mix. Updates and the write half of read-modify-write replace the whole record,
+/// since all fields are stored as one value.
+fn ycsb_run(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let workload = ctx.ycsb_workload.ok_or("YCSB workload missing")?;
+    let flags = ctx.flags;
+    let inserts = &ctx.tracking.ycsb_inserts;
+    let record_size = flags.ycsb_record_size();
+    let mut values = ValueGenerator::new(flags.compression_ratio);
+    let mut chooser = KeyChooser::new(&workload, flags.ycsb_records, flags.ycsb_ops, inserts.last_value());
+    let rng = &mut thread.ycsb_rand;
+    let (start, end) = thread_share(flags.ycsb_ops, thread.index, ctx.threads);
+    let (mut reads, mut found, mut scanned) = (0u64, 0u64, 0u64);
+    let (mut bytes, mut written) = (0u64, 0u64);
+    for _ in start..end {
+        let op = workload.choose(rng);
+        let keynum = match op {
+            Operation::Insert => inserts.claim(),
+            _ => chooser.next(rng, inserts),
+        };
+        let key = ycsb::key_name(keynum);
+        if matches!(op, Operation::Read | Operation::ReadModifyWrite) {
+            reads += 1;
+            if let Some(len) = ctx.engine.get(key.as_bytes())? {
+                found += 1;
+                bytes += (key.len() + len) as u64;
+            }
+        }
+        if matches!(op, Operation::Update | Operation::Insert | Operation::ReadModifyWrite) {
+            ctx.engine.put(key.as_bytes(), values.generate(record_size), ctx.workload.sync)?;
+            ctx.tracking.ycsb.set(keynum, key.len() + record_size);
+            written += (key.len() + record_size) as u64;
+            if op == Operation::Insert {
+                inserts.acknowledge(keynum);
+            }
+        }
+        if op == Operation::Scan {
+            let length = ycsb::scan_length(rng) as usize;
+            ctx.engine.scan_from(key.as_bytes(), length, &mut |k, v| {
+                scanned += 1;
+                bytes += (k.len() + v.len()) as u64;
+            })?;
+        }
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_bytes(bytes + written);
+    thread.stats.add_user_bytes_written(written);
+    if reads > 0 {
+        thread.stats.add_message(&format!("({found} of {reads} reads found)"));
+    }
+    if scanned > 0 {
+        thread.stats.add_message(&format!("({scanned} records scanned)"));
+    }
+    Ok(())
+}
+
+/// db_bench's `Benchmark`: the open engine, the count of threads started so far (which seeds
+/// each new thread's random stream), what the database holds, and the metrics gathered so far.
 struct Runner<'f> {
     flags: &'f Flags,
     engine: Option<Box<dyn Engine>>,
     total_thread_count: u32,
+    tracking: Tracking,
+    results: Vec<Metrics>,
+    after_close: Option<AfterClose>,
 }
 
-impl Runner<'_> {
+/// The database's footprint once the engine has closed (everything buffered is on disk).
+#[derive(Clone, Debug, serde::Serialize)]
+struct AfterClose {
+    db_bytes_on_disk: Option<u64>,
+    live_user_bytes: Option<u64>,
+    space_amplification: Option<f64>,
+}
+
+impl AfterClose {
+    fn format_line(&self) -> String {
+        let amplification = self.space_amplification.map_or_else(|| "n/a".to_owned(), |a| format!("{a:.2}"));
+        let bytes = self.db_bytes_on_disk.map_or_else(|| "n/a".to_owned(), |b| b.to_string());
+        format!("  after close: {bytes} bytes on disk; space amp {amplification}")
+    }
+}
+
+impl<'f> Runner<'f> {
+    fn new(flags: &'f Flags) -> Self {
+        // YCSB key numbers reach past the loaded records by the inserts of every D or E run.
+        let inserting_runs =
+            flags.benchmarks.iter().filter(|name| matches!(name.as_str(), "ycsb_d" | "ycsb_e")).count();
+        let ycsb_capacity = if flags.benchmarks.iter().any(|name| name.starts_with("ycsb_")) {
+            flags.ycsb_records + flags.ycsb_ops * inserting_runs as u64 + 1
+        } else {
+            0
+        };
+        Runner {
+            flags,
+            engine: None,
+            total_thread_count: 0,
+            tracking: Tracking {
+                db_bench: LiveSet::new(u64::from(flags.num)),
+                ycsb: LiveSet::new(ycsb_capacity),
+                ycsb_inserts: InsertCounter::new(flags.ycsb_records),
+                live_known: !flags.use_existing_db,
+            },
+            results: Vec::new(),
+            after_close: None,
+        }
+    }
+
     fn run(&mut self) -> BenchResult<()> {
         engines::ensure_built_in(self.flags)?;
         eprint!("{}", report::format_environment(&engines::version_line(self.flags)));
@@ -285,7 +495,7 @@ impl Runner<'_> {
                 entries_per_batch: 1,
                 sync: self.flags.sync,
             };
-            let Some(Plan { mut method, fresh_db }) = plan(name, &mut workload) else {
+            let Some(Plan { mut method, fresh_db, ycsb }) = plan(name, &mut workload) else {
                 // db_bench stays silent about empty names (a trailing comma).
                 if !name.is_empty() {
                     eprintln!("unknown benchmark '{name}'");
@@ -304,17 +514,41 @@ impl Runner<'_> {
                 println!("\n{}", self.engine_stats());
             }
             if let Some(method) = method {
-                let line = self.run_benchmark(name, method, workload)?;
+                let threads = if ycsb.is_some() { self.flags.ycsb_threads } else { self.flags.threads };
+                let (line, metrics) = self.run_benchmark(name, method, workload, threads, ycsb.flatten())?;
                 println!("{line}");
+                println!("{}", metrics.format_line());
+                self.results.push(metrics);
+                self.write_json()?;
                 if self.flags.histogram || self.flags.stats {
                     println!("{}", self.engine_stats());
                 }
             }
         }
-        match self.engine.take() {
-            Some(engine) => engine.close(),
-            None => Ok(()),
+        if let Some(engine) = self.engine.take() {
+            engine.close()?;
+            // Closing flushes what the engine still buffered, so this is the settled footprint.
+            let db_bytes_on_disk = engines::disk_usage(&self.flags.db).ok();
+            let live_user_bytes = self.live_user_bytes();
+            self.after_close = Some(AfterClose {
+                db_bytes_on_disk,
+                live_user_bytes,
+                space_amplification: report::ratio(db_bytes_on_disk, live_user_bytes),
+            });
+            if let Some(after_close) = &self.after_close {
+                println!("{}", after_close.format_line());
+            }
+            self.write_json()?;
         }
+        Ok(())
+    }
+
+    /// Key + value bytes of the live records, if the harness has seen every write.
+    fn live_user_bytes(&self) -> Option<u64> {
+        if !self.tracking.live_known {
+            return None;
+        }
+        self.tracking.db_bench.total().zip(self.tracking.ycsb.total()).map(|(a, b)| a + b)
     }
 
     fn reopen_fresh(&mut self) -> BenchResult<()> {
@@ -323,6 +557,10 @@ impl Runner<'_> {
         }
         engines::destroy(self.flags)?;
         self.engine = Some(engines::open(self.flags)?);
+        self.tracking.db_bench.clear();
+        self.tracking.ycsb.clear();
+        self.tracking.ycsb_inserts = InsertCounter::new(self.flags.ycsb_records);
+        self.tracking.live_known = true;
         Ok(())
     }
 
@@ -330,28 +568,54 @@ impl Runner<'_> {
         self.engine.as_ref().and_then(|e| e.stats_text()).unwrap_or_else(|| "(failed)".to_owned())
     }
 
-    /// Runs `method` on every thread at once and returns the merged report.
-    fn run_benchmark(&mut self, name: &str, method: Method, workload: Workload) -> BenchResult<String> {
+    /// Rewrites the `--json` file with the flags and every benchmark measured so far, so a run
+    /// that fails midway still leaves what it measured.
+    fn write_json(&self) -> BenchResult<()> {
+        let Some(path) = &self.flags.json else { return Ok(()) };
+        let document = serde_json::json!({
+            "engine": engines::version_line(self.flags),
+            "flags": self.flags,
+            "benchmarks": self.results,
+            "after_close": self.after_close,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&document)?)?;
+        Ok(())
+    }
+
+    /// Runs `method` on `threads` threads at once and returns the merged report line and metrics.
+    fn run_benchmark(
+        &mut self,
+        name: &str,
+        method: Method,
+        workload: Workload,
+        threads: usize,
+        ycsb_workload: Option<ycsb::Workload>,
+    ) -> BenchResult<(String, Metrics)> {
         let engine = self.engine.as_deref().ok_or("database is not open")?;
-        let threads = self.flags.threads;
         let seeds: Vec<u32> = (0..threads)
             .map(|_| {
                 self.total_thread_count += 1;
                 self.flags.seed.wrapping_add(self.total_thread_count)
             })
             .collect();
-        let ctx = Context { engine, flags: self.flags, workload };
+        let ctx = Context { engine, flags: self.flags, workload, threads, ycsb_workload, tracking: &self.tracking };
+        let counters_before = engine.write_counters();
+        let os_bytes_before = report::os_write_bytes();
         let start_together = Barrier::new(threads);
         let results: Vec<BenchResult<OpStats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = seeds
                 .iter()
                 .enumerate()
-                .map(|(tid, &seed)| {
+                .map(|(index, &seed)| {
                     let (ctx, start_together) = (&ctx, &start_together);
                     scope.spawn(move || {
                         start_together.wait();
-                        let mut thread =
-                            ThreadState { rand: LevelDbRandom::new(seed), stats: OpStats::start(ctx.flags.histogram, tid == 0) };
+                        let mut thread = ThreadState {
+                            index,
+                            rand: LevelDbRandom::new(seed),
+                            ycsb_rand: SplitMix64::new(u64::from(seed)),
+                            stats: OpStats::start(ctx.flags.histogram, index == 0),
+                        };
                         let outcome = method(ctx, &mut thread);
                         thread.stats.stop();
                         outcome.map(|()| thread.stats)
@@ -372,7 +636,33 @@ impl Runner<'_> {
             }
         }
         let merged = merged.ok_or("no benchmark threads ran")?;
-        Ok(merged.report(name))
+        let mut metrics = merged.summary(name);
+        self.add_engine_metrics(&mut metrics, counters_before, os_bytes_before);
+        Ok((merged.report(name), metrics))
+    }
+
+    /// Fills in the figures that come from the engine, the kernel and the directory rather than
+    /// from the benchmark threads.
+    fn add_engine_metrics(
+        &self,
+        metrics: &mut Metrics,
+        counters_before: Option<engines::WriteCounters>,
+        os_bytes_before: Option<u64>,
+    ) {
+        let engine = self.engine.as_deref();
+        let counters_after = engine.and_then(|e| e.write_counters());
+        if let (Some(before), Some(after)) = (counters_before, counters_after) {
+            metrics.engine_bytes_written = Some(after.engine_bytes.saturating_sub(before.engine_bytes));
+            metrics.stall_micros = Some(after.stall_micros.saturating_sub(before.stall_micros));
+        }
+        let user = Some(metrics.user_bytes_written);
+        metrics.write_amplification = report::ratio(metrics.engine_bytes_written, user);
+        metrics.os_bytes_written =
+            os_bytes_before.zip(report::os_write_bytes()).map(|(before, after)| after.saturating_sub(before));
+        metrics.os_write_amplification = report::ratio(metrics.os_bytes_written, user);
+        metrics.db_bytes_on_disk = engines::disk_usage(&self.flags.db).ok();
+        metrics.live_user_bytes = self.live_user_bytes();
+        metrics.space_amplification = report::ratio(metrics.db_bytes_on_disk, metrics.live_user_bytes);
     }
 }
 
@@ -388,7 +678,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut runner = Runner { flags: &flags, engine: None, total_thread_count: 0 };
+    let mut runner = Runner::new(&flags);
     match runner.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -427,6 +717,73 @@ mod tests {
         }
         assert!(plan("nosuchbench", &mut workload()).is_none());
         assert!(plan("stats", &mut workload()).is_some_and(|p| p.method.is_none()));
+    }
+
+    #[test]
+    fn ycsb_benchmarks_plan_the_load_fresh_and_the_workloads_in_place() {
+        assert!(plan("ycsb_load", &mut workload()).is_some_and(|p| p.fresh_db && p.ycsb == Some(None)));
+        for letter in ['a', 'b', 'c', 'd', 'e', 'f'] {
+            let planned = plan(&format!("ycsb_{letter}"), &mut workload());
+            assert!(planned.is_some_and(|p| !p.fresh_db && p.ycsb == Some(ycsb::Workload::core(letter))), "{letter}");
+        }
+        assert!(plan("ycsb_g", &mut workload()).is_none());
+        assert!(plan("ycsb_ab", &mut workload()).is_none());
+    }
+
+    #[test]
+    fn thread_shares_cover_the_total_exactly_once() {
+        let shares: Vec<(u64, u64)> = (0..3).map(|i| thread_share(10, i, 3)).collect();
+        assert_eq!(shares, vec![(0, 3), (3, 6), (6, 10)]);
+        assert_eq!(thread_share(7, 0, 1), (0, 7));
+    }
+
+    #[test]
+    fn live_set_tracks_overwrites_deletes_and_overflow() {
+        let live = LiveSet::new(4);
+        live.set(0, 100);
+        live.set(1, 50);
+        live.set(0, 30);
+        live.set(1, 0);
+        assert_eq!(live.total(), Some(30));
+        live.set(9, 1);
+        assert_eq!(live.total(), None);
+        live.clear();
+        assert_eq!(live.total(), Some(0));
+    }
+
+    #[test]
+    fn ycsb_run_on_splitkv_reports_metrics_and_json() {
+        let dir = std::env::temp_dir().join(format!("splitkv-bench-ycsb-test-{}", std::process::id()));
+        let json = dir.with_extension("json");
+        let flags = flags::parse([
+            format!("--db={}", dir.display()),
+            format!("--json={}", json.display()),
+            "--benchmarks=ycsb_load,ycsb_a,ycsb_d,ycsb_e,ycsb_f".to_owned(),
+            "--ycsb_records=300".to_owned(),
+            "--ycsb_ops=200".to_owned(),
+            "--ycsb_threads=2".to_owned(),
+            "--ycsb_field_length=20".to_owned(),
+        ])
+        .unwrap();
+        let mut runner = Runner::new(&flags);
+        runner.run().unwrap();
+        let names: Vec<&str> = runner.results.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["ycsb_load", "ycsb_a", "ycsb_d", "ycsb_e", "ycsb_f"]);
+        let load = &runner.results[0];
+        assert_eq!(load.ops, 300);
+        // 300 records of a 200-byte value and a `user…` key of 5 to 23 bytes.
+        assert!((300 * 205..=300 * 223).contains(&load.user_bytes_written), "{}", load.user_bytes_written);
+        assert!(load.write_amplification.is_some() && load.space_amplification.is_some());
+        assert_eq!(runner.results[1].ops, 200);
+        // D and E insert about 5% each on top of the loaded records.
+        assert!(runner.tracking.ycsb_inserts.last_value() > 300);
+        let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(written["benchmarks"].as_array().map(Vec::len), Some(5));
+        assert_eq!(written["flags"]["ycsb_records"], 300);
+        assert!(written["benchmarks"][1]["latency_micros"]["p99"].is_number());
+        assert!(written["after_close"]["space_amplification"].as_f64().is_some_and(|a| a > 0.0), "{written}");
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(&json);
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! Measurement and output in `db_bench`'s format, so scripts that parse LevelDB's output parse ours.
+//! Measurement and output in `db_bench`'s format, so scripts that parse LevelDB's output parse ours,
+//! plus the fuller per-benchmark [`Metrics`] written with `--json`.
 //!
 //! [`OpStats`] is one thread's record of a benchmark (LevelDB's `Stats`): operations done, bytes
-//! moved, an optional message such as `(864322 of 1000000 found)`, and with `--histogram` the
-//! time between consecutive finished operations in an HDR histogram. Threads keep their own
+//! moved, user bytes written, an optional message such as `(864322 of 1000000 found)`, and the
+//! time between consecutive finished operations in an HDR histogram (always kept, for the latency
+//! percentiles; printed only with `--histogram`). Threads keep their own
 //! `OpStats` and merge them afterwards, so nothing is shared while timing. Merged figures follow
 //! db_bench: micros/op is the sum of per-thread elapsed time over all operations; MB/s uses the
 //! wall time from the first start to the last finish.
@@ -11,6 +13,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
+use serde::Serialize;
 
 /// Width db_bench pads benchmark names to.
 const NAME_WIDTH: usize = 12;
@@ -27,15 +30,17 @@ pub struct OpStats {
     done: u64,
     next_report: u64,
     bytes: u64,
+    user_bytes_written: u64,
     last_op_finish: Instant,
     message: String,
-    latencies_nanos: Option<Histogram<u64>>,
+    latencies_nanos: Histogram<u64>,
+    print_histogram: bool,
     show_progress: bool,
 }
 
 impl OpStats {
-    /// Starts the clock; `histogram` turns on per-operation timing.
-    pub fn start(histogram: bool, show_progress: bool) -> Self {
+    /// Starts the clock; `print_histogram` adds the latency histogram to the report.
+    pub fn start(print_histogram: bool, show_progress: bool) -> Self {
         let now = Instant::now();
         OpStats {
             start: now,
@@ -44,10 +49,12 @@ impl OpStats {
             done: 0,
             next_report: 100,
             bytes: 0,
+            user_bytes_written: 0,
             last_op_finish: now,
             message: String::new(),
             // Three significant digits; the histogram grows to fit whatever it records.
-            latencies_nanos: histogram.then(|| Histogram::new(3).expect("3 significant figures is a valid precision")),
+            latencies_nanos: Histogram::new(3).expect("3 significant figures is a valid precision"),
+            print_histogram,
             show_progress,
         }
     }
@@ -60,20 +67,18 @@ impl OpStats {
 
     /// Records one finished operation, printing db_bench's progress line at growing intervals.
     pub fn finished_single_op(&mut self) {
-        if let Some(hist) = &mut self.latencies_nanos {
-            let now = Instant::now();
-            let nanos = (now - self.last_op_finish).as_nanos();
-            let nanos_u64 = u64::try_from(nanos).unwrap_or(u64::MAX);
-            // `record` grows the histogram; only values beyond its absolute limit are clamped.
-            if hist.record(nanos_u64).is_err() {
-                hist.saturating_record(nanos_u64);
-            }
-            let micros = nanos as f64 / 1000.0;
-            if micros > LONG_OP_MICROS && self.show_progress {
-                eprint!("long op: {micros:.1} micros{:30}\r", "");
-            }
-            self.last_op_finish = now;
+        let now = Instant::now();
+        let nanos = (now - self.last_op_finish).as_nanos();
+        let nanos_u64 = u64::try_from(nanos).unwrap_or(u64::MAX);
+        // `record` grows the histogram; only values beyond its absolute limit are clamped.
+        if self.latencies_nanos.record(nanos_u64).is_err() {
+            self.latencies_nanos.saturating_record(nanos_u64);
         }
+        let micros = nanos as f64 / 1000.0;
+        if micros > LONG_OP_MICROS && self.show_progress && self.print_histogram {
+            eprint!("long op: {micros:.1} micros{:30}\r", "");
+        }
+        self.last_op_finish = now;
         self.done += 1;
         if self.done >= self.next_report {
             self.next_report += match self.next_report {
@@ -97,6 +102,12 @@ impl OpStats {
         self.bytes += n;
     }
 
+    /// Adds key + value bytes the benchmark asked the engine to write (the denominator of write
+    /// amplification).
+    pub fn add_user_bytes_written(&mut self, n: u64) {
+        self.user_bytes_written += n;
+    }
+
     /// Appends to the message shown at the end of the report line.
     pub fn add_message(&mut self, message: &str) {
         append_with_space(&mut self.message, message);
@@ -110,12 +121,11 @@ impl OpStats {
 
     /// Folds another thread's measurements into these.
     pub fn merge(&mut self, other: &OpStats) {
-        if let (Some(mine), Some(theirs)) = (&mut self.latencies_nanos, &other.latencies_nanos) {
-            // Both histograms auto-resize, so adding cannot fail for range reasons.
-            let _ = mine.add(theirs);
-        }
+        // Both histograms auto-resize, so adding cannot fail for range reasons.
+        let _ = self.latencies_nanos.add(&other.latencies_nanos);
         self.done += other.done;
         self.bytes += other.bytes;
+        self.user_bytes_written += other.user_bytes_written;
         self.seconds += other.seconds;
         self.start = self.start.min(other.start);
         self.finish = self.finish.max(other.finish);
@@ -135,12 +145,131 @@ impl OpStats {
             (self.bytes as f64 / 1_048_576.0) / elapsed
         });
         let mut out = format_result_line(name, micros_per_op, mb_per_s, &self.message);
-        if let Some(hist) = &self.latencies_nanos {
+        if self.print_histogram {
             out.push('\n');
-            out.push_str(&format_histogram(hist));
+            out.push_str(&format_histogram(&self.latencies_nanos));
         }
         out
     }
+
+    /// Throughput and latency figures of the benchmark, for [`Metrics`].
+    pub fn summary(&self, name: &str) -> Metrics {
+        let done = self.done.max(1);
+        let wall_seconds = (self.finish - self.start).as_secs_f64();
+        let per_wall_second = |n: f64| if wall_seconds > 0.0 { n / wall_seconds } else { 0.0 };
+        let micros = |nanos: u64| nanos as f64 / 1000.0;
+        let hist = &self.latencies_nanos;
+        Metrics {
+            name: name.to_owned(),
+            ops: self.done,
+            seconds: wall_seconds,
+            ops_per_sec: per_wall_second(self.done as f64),
+            mb_per_sec: per_wall_second(self.bytes as f64 / 1_048_576.0),
+            micros_per_op: self.seconds * 1e6 / done as f64,
+            latency_micros: Latency {
+                p50: micros(hist.value_at_quantile(0.5)),
+                p99: micros(hist.value_at_quantile(0.99)),
+                p99_9: micros(hist.value_at_quantile(0.999)),
+                max: micros(hist.max()),
+            },
+            user_bytes_written: self.user_bytes_written,
+            message: self.message.clone(),
+            ..Metrics::default()
+        }
+    }
+}
+
+/// Latency percentiles in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p99_9: f64,
+    /// Slowest operation.
+    pub max: f64,
+}
+
+/// Everything measured about one benchmark run; `None` where the engine or the situation cannot
+/// tell (no engine counters, unknown live data after `--use_existing_db`, no `/proc/self/io`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Benchmark name.
+    pub name: String,
+    /// Operations done over all threads.
+    pub ops: u64,
+    /// Wall time from the first thread's start to the last one's finish.
+    pub seconds: f64,
+    /// Operations per wall-clock second over all threads.
+    pub ops_per_sec: f64,
+    /// MiB of keys and values moved per wall-clock second.
+    pub mb_per_sec: f64,
+    /// db_bench's figure: summed thread time per operation.
+    pub micros_per_op: f64,
+    /// Per-operation latency.
+    pub latency_micros: Latency,
+    /// Key + value bytes the benchmark wrote.
+    pub user_bytes_written: u64,
+    /// Bytes the engine says it wrote during the benchmark.
+    pub engine_bytes_written: Option<u64>,
+    /// `engine_bytes_written / user_bytes_written`.
+    pub write_amplification: Option<f64>,
+    /// `write_bytes` growth of `/proc/self/io` during the benchmark (the kernel's count of bytes
+    /// this process sent towards storage).
+    pub os_bytes_written: Option<u64>,
+    /// `os_bytes_written / user_bytes_written`.
+    pub os_write_amplification: Option<f64>,
+    /// Bytes of the database directory right after the benchmark.
+    pub db_bytes_on_disk: Option<u64>,
+    /// Key + value bytes of the live (latest, undeleted) records.
+    pub live_user_bytes: Option<u64>,
+    /// `db_bytes_on_disk / live_user_bytes`.
+    pub space_amplification: Option<f64>,
+    /// Microseconds writers were stalled during the benchmark, per the engine.
+    pub stall_micros: Option<u64>,
+    /// The db_bench message (found counts and the like).
+    pub message: String,
+}
+
+/// A ratio, or `None` when either side is unknown or the denominator is zero.
+pub fn ratio(numerator: Option<u64>, denominator: Option<u64>) -> Option<f64> {
+    match (numerator, denominator) {
+        (Some(n), Some(d)) if d > 0 => Some(n as f64 / d as f64),
+        _ => None,
+    }
+}
+
+impl Metrics {
+    /// One indented line with the figures db_bench's line lacks; indented so that tools matching
+    /// db_bench result lines (`^\w+\s*:`) skip it.
+    pub fn format_line(&self) -> String {
+        let show = |value: Option<f64>, unit: &str| value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}{unit}"));
+        let l = &self.latency_micros;
+        format!(
+            "  {:.0} ops/s; latency us p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}; write amp {} (os {}); space amp {}; stall {}",
+            self.ops_per_sec,
+            l.p50,
+            l.p99,
+            l.p99_9,
+            l.max,
+            show(self.write_amplification, ""),
+            show(self.os_write_amplification, ""),
+            show(self.space_amplification, ""),
+            show(self.stall_micros.map(|m| m as f64 / 1e6), " s"),
+        )
+    }
+}
+
+/// `write_bytes` from `/proc/self/io`, if the kernel provides it.
+pub fn os_write_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+    parse_proc_io_write_bytes(&text)
+}
+
+fn parse_proc_io_write_bytes(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| line.strip_prefix("write_bytes:")?.trim().parse().ok())
 }
 
 fn append_with_space(text: &mut String, more: &str) {
@@ -340,8 +469,48 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         stats.finished_single_op();
         stats.stop();
-        let hist = stats.latencies_nanos.as_ref().expect("histogram is on");
+        let hist = &stats.latencies_nanos;
         assert!(hist.max() >= 2_000_000, "max {} ns", hist.max());
+    }
+
+    #[test]
+    fn summary_reports_throughput_and_latency_without_printing_the_histogram() {
+        let mut stats = OpStats::start(false, false);
+        for _ in 0..10 {
+            stats.finished_single_op();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        stats.finished_single_op();
+        stats.add_bytes(1 << 20);
+        stats.add_user_bytes_written(1000);
+        stats.stop();
+        assert_eq!(stats.report("fillrandom").lines().count(), 1);
+        let m = stats.summary("fillrandom");
+        assert_eq!((m.ops, m.user_bytes_written), (11, 1000));
+        assert!(m.ops_per_sec > 0.0 && m.mb_per_sec > 0.0);
+        let l = &m.latency_micros;
+        assert!(l.p50 <= l.p99 && l.p99 <= l.p99_9 && l.p99_9 <= l.max);
+        assert!(l.max >= 3000.0, "the slow op is the max: {}", l.max);
+        // The metrics line never looks like a db_bench result line.
+        assert_eq!(match_db_bench_line(&m.format_line()), None);
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["latency_micros"]["p99_9"], serde_json::json!(l.p99_9));
+        assert!(json["space_amplification"].is_null());
+    }
+
+    #[test]
+    fn ratios_need_both_sides_and_a_positive_denominator() {
+        assert_eq!(ratio(Some(30), Some(10)), Some(3.0));
+        assert_eq!(ratio(Some(30), Some(0)), None);
+        assert_eq!(ratio(None, Some(10)), None);
+        assert_eq!(ratio(Some(1), None), None);
+    }
+
+    #[test]
+    fn proc_io_write_bytes_parse() {
+        let text = "rchar: 10\nwchar: 20\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_proc_io_write_bytes(text), Some(8192));
+        assert_eq!(parse_proc_io_write_bytes("rchar: 1\n"), None);
     }
 
     #[test]

@@ -93,7 +93,13 @@ extern "C" {
 
     fn leveldb_writebatch_create() -> *mut RawWriteBatch;
     fn leveldb_writebatch_destroy(batch: *mut RawWriteBatch);
-    fn leveldb_writebatch_put(batch: *mut RawWriteBatch, key: *const c_char, klen: usize, val: *const c_char, vlen: usize);
+    fn leveldb_writebatch_put(
+        batch: *mut RawWriteBatch,
+        key: *const c_char,
+        klen: usize,
+        val: *const c_char,
+        vlen: usize,
+    );
     fn leveldb_writebatch_delete(batch: *mut RawWriteBatch, key: *const c_char, klen: usize);
 
     fn leveldb_options_create() -> *mut RawOptions;
@@ -170,7 +176,8 @@ impl OwnedOptions {
         // SAFETY: each create function returns a fresh object we own; setters take the pointer we
         // just created. The cache and filter outlive the options because Drop frees them after.
         unsafe {
-            let owned = OwnedOptions { options: leveldb_options_create(), cache: ptr::null_mut(), filter: ptr::null_mut() };
+            let owned =
+                OwnedOptions { options: leveldb_options_create(), cache: ptr::null_mut(), filter: ptr::null_mut() };
             let options = owned.options;
             leveldb_options_set_create_if_missing(options, 1);
             if let Some(size) = flags.write_buffer_size {
@@ -370,9 +377,13 @@ impl Engine for LevelDbEngine {
             let batch = leveldb_writebatch_create();
             for op in ops {
                 match *op {
-                    WriteOp::Put { key, value } => {
-                        leveldb_writebatch_put(batch, key.as_ptr().cast(), key.len(), value.as_ptr().cast(), value.len())
-                    }
+                    WriteOp::Put { key, value } => leveldb_writebatch_put(
+                        batch,
+                        key.as_ptr().cast(),
+                        key.len(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                    ),
                     WriteOp::Delete { key } => leveldb_writebatch_delete(batch, key.as_ptr().cast(), key.len()),
                 }
             }
@@ -406,6 +417,23 @@ impl Engine for LevelDbEngine {
             }
         }
         iter.status()
+    }
+
+    fn scan_from(&self, start: &[u8], limit: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> BenchResult<usize> {
+        // SAFETY: live handle; start valid for the call.
+        let iter = OwnedIterator(unsafe { leveldb_create_iterator(self.db, self.read_options) });
+        // SAFETY: live iterator.
+        unsafe { leveldb_iter_seek(iter.0, start.as_ptr().cast(), start.len()) };
+        let mut visited = 0;
+        while visited < limit && iter.valid() {
+            let (key, value) = iter.entry();
+            visit(key, value);
+            visited += 1;
+            // SAFETY: live, valid iterator.
+            unsafe { leveldb_iter_next(iter.0) };
+        }
+        iter.status()?;
+        Ok(visited)
     }
 
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool> {

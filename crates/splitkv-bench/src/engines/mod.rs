@@ -8,6 +8,8 @@
 
 #[cfg(feature = "leveldb")]
 pub mod leveldb;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
 pub mod splitkv;
 
 use crate::flags::{EngineKind, Flags};
@@ -44,6 +46,18 @@ pub enum Direction {
     Reverse,
 }
 
+/// Cumulative write counters an engine keeps about itself (since open); the harness takes the
+/// difference across a benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteCounters {
+    /// User bytes (keys + values) written, as the engine counts them.
+    pub user_bytes: u64,
+    /// Bytes the engine wrote to its files (logs, tables, value log).
+    pub engine_bytes: u64,
+    /// Microseconds writers were stalled or slowed down.
+    pub stall_micros: u64,
+}
+
 /// What a benchmark may ask of a storage engine.
 pub trait Engine: Send + Sync {
     /// Writes one key.
@@ -57,12 +71,19 @@ pub trait Engine: Send + Sync {
     /// Walks the whole key space in `direction` with one iterator, calling `visit(key, value)` for
     /// each entry until it returns false.
     fn scan(&self, direction: Direction, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()>;
+    /// Opens an iterator at the first key `>= start` and visits up to `limit` entries in ascending
+    /// order; returns how many it visited.
+    fn scan_from(&self, start: &[u8], limit: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> BenchResult<usize>;
     /// Opens an iterator, seeks to `target` and reports whether it landed exactly on it.
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool>;
     /// Compacts the whole key range.
     fn compact(&self) -> BenchResult<()>;
     /// The engine's statistics report, if it has one.
     fn stats_text(&self) -> Option<String>;
+    /// The engine's own write counters, if it keeps them.
+    fn write_counters(&self) -> Option<WriteCounters> {
+        None
+    }
     /// Closes the engine, surfacing any error a drop would hide.
     fn close(self: Box<Self>) -> BenchResult<()>;
 }
@@ -75,6 +96,10 @@ pub fn version_line(flags: &Flags) -> String {
         EngineKind::LevelDb => leveldb::version_line(),
         #[cfg(not(feature = "leveldb"))]
         EngineKind::LevelDb => "LevelDB:    (not built in)".to_owned(),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::RocksDb => rocksdb::version_line(),
+        #[cfg(not(feature = "rocksdb"))]
+        EngineKind::RocksDb => "RocksDB:    (not built in)".to_owned(),
     }
 }
 
@@ -86,6 +111,10 @@ pub fn ensure_built_in(flags: &Flags) -> BenchResult<()> {
         EngineKind::LevelDb => Ok(()),
         #[cfg(not(feature = "leveldb"))]
         EngineKind::LevelDb => Err(missing_leveldb_feature()),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::RocksDb => Ok(()),
+        #[cfg(not(feature = "rocksdb"))]
+        EngineKind::RocksDb => Err(missing_rocksdb_feature()),
     }
 }
 
@@ -97,6 +126,10 @@ pub fn open(flags: &Flags) -> BenchResult<Box<dyn Engine>> {
         EngineKind::LevelDb => Ok(Box::new(leveldb::LevelDbEngine::open(flags)?)),
         #[cfg(not(feature = "leveldb"))]
         EngineKind::LevelDb => Err(missing_leveldb_feature()),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::RocksDb => Ok(Box::new(rocksdb::RocksDbEngine::open(flags)?)),
+        #[cfg(not(feature = "rocksdb"))]
+        EngineKind::RocksDb => Err(missing_rocksdb_feature()),
     }
 }
 
@@ -111,10 +144,32 @@ pub fn destroy(flags: &Flags) -> BenchResult<()> {
         EngineKind::LevelDb => leveldb::LevelDbEngine::destroy(flags),
         #[cfg(not(feature = "leveldb"))]
         EngineKind::LevelDb => Err(missing_leveldb_feature()),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::RocksDb => rocksdb::RocksDbEngine::destroy(flags),
+        #[cfg(not(feature = "rocksdb"))]
+        EngineKind::RocksDb => Err(missing_rocksdb_feature()),
     }
 }
 
 #[cfg(not(feature = "leveldb"))]
 fn missing_leveldb_feature() -> BenchError {
     "--engine=leveldb needs a build with `--features leveldb` (and the system LevelDB library)".into()
+}
+
+#[cfg(not(feature = "rocksdb"))]
+fn missing_rocksdb_feature() -> BenchError {
+    "--engine=rocksdb needs a build with `--features rocksdb` (system RocksDB: librocksdb-dev, libclang-dev, \
+     and ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu when building)"
+        .into()
+}
+
+/// Bytes of all files under `dir` (the database's footprint on disk).
+pub fn disk_usage(dir: &std::path::Path) -> std::io::Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let metadata = entry.metadata()?;
+        total += if metadata.is_dir() { disk_usage(&entry.path())? } else { metadata.len() };
+    }
+    Ok(total)
 }

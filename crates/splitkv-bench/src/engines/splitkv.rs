@@ -6,7 +6,7 @@
 
 use splitkv::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
-use super::{BenchResult, Direction, Engine, WriteOp};
+use super::{BenchResult, Direction, Engine, WriteCounters, WriteOp};
 use crate::flags::{Compression, Flags};
 
 /// splitkv behind the benchmark seam.
@@ -112,6 +112,18 @@ impl Engine for SplitkvEngine {
         Ok(())
     }
 
+    fn scan_from(&self, start: &[u8], limit: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> BenchResult<usize> {
+        let mut iter = self.db.iter(ReadOptions::default())?;
+        iter.seek(start)?;
+        let mut visited = 0;
+        while visited < limit && iter.valid() {
+            visit(iter.key(), iter.value());
+            visited += 1;
+            iter.next()?;
+        }
+        Ok(visited)
+    }
+
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool> {
         let mut iter = self.db.iter(ReadOptions::default())?;
         iter.seek(target)?;
@@ -124,6 +136,15 @@ impl Engine for SplitkvEngine {
 
     fn stats_text(&self) -> Option<String> {
         Some(self.db.stats().to_string())
+    }
+
+    fn write_counters(&self) -> Option<WriteCounters> {
+        let stats = self.db.stats();
+        Some(WriteCounters {
+            user_bytes: stats.user_bytes_written,
+            engine_bytes: stats.engine_bytes_written(),
+            stall_micros: stats.stall_slowdown_micros + stats.stall_stop_micros,
+        })
     }
 
     fn close(self: Box<Self>) -> BenchResult<()> {

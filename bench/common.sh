@@ -1,0 +1,57 @@
+# Shared by the benchmark scripts in this directory: installs the system libraries the peer
+# engines need, builds splitkv-bench with every engine, and runs commands while printing them.
+# Source it; do not run it.
+
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Debian's multiarch library directory, where librocksdb-dev puts librocksdb.so; the rocksdb
+# crate links against the library found there instead of compiling RocksDB from source.
+export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
+BENCH_BIN="$REPO_ROOT/target/release/splitkv-bench"
+
+# Prints a command the way a shell trace would, then runs it.
+run() {
+    printf '+ %s\n' "$*" >&2
+    "$@"
+}
+
+# Installs the Debian packages the peer engines and the report need, if any is missing.
+install_packages() {
+    local packages=(librocksdb-dev libclang-dev libleveldb-dev jq)
+    local missing=()
+    for package in "${packages[@]}"; do
+        dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    done
+    if ((${#missing[@]} == 0)); then
+        return
+    fi
+    local sudo=()
+    if [[ $(id -u) -ne 0 ]]; then
+        sudo=(sudo)
+    fi
+    run "${sudo[@]}" apt-get update
+    run "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+}
+
+build_bench() {
+    (cd "$REPO_ROOT" && run env ROCKSDB_LIB_DIR="$ROCKSDB_LIB_DIR" \
+        cargo build --release -p splitkv-bench --features leveldb,rocksdb)
+}
+
+# `scaled N` prints N * SCALE rounded down, at least `min` (default 1).
+scaled() {
+    local n=$1 min=${2:-1}
+    awk -v n="$n" -v s="$SCALE" -v m="$min" 'BEGIN { v = int(n * s); if (v < m) v = m; print v }'
+}
+
+# Engine flags for a configuration name: splitkv, leveldb, rocksdb, rocksdb-blob.
+engine_flags() {
+    case $1 in
+        splitkv) echo "--engine=splitkv" ;;
+        leveldb) echo "--engine=leveldb" ;;
+        rocksdb) echo "--engine=rocksdb" ;;
+        rocksdb-blob) echo "--engine=rocksdb --enable_blob_files=true --min_blob_size=${MIN_BLOB_SIZE}" ;;
+        *) echo "unknown engine configuration $1" >&2; return 1 ;;
+    esac
+}
