@@ -134,6 +134,8 @@ impl Db {
                 vlog.remove_segment(seg.id)?;
             }
         }
+        let newest_known = versions.segments().keys().next_back().copied().unwrap_or_default();
+        vlog.reserve_ids_below(SegmentId(newest_known.0.max(log_head.segment.0) + 1));
         let mem = Arc::new(Memtable::new(log_head));
         let mut max_sequence = versions.last_sequence();
         let mut replayed_any = false;

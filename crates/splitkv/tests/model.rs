@@ -1,6 +1,7 @@
 //! Seeded random operations checked against a `BTreeMap` model: puts, deletes, batches,
-//! snapshots, iterators in both directions, flushes, compactions, clean reopens, and crashes on
-//! the in-memory file system (with and without torn tails).
+//! snapshots, iterators in both directions, flushes, compactions, value-log GC (manual, and in
+//! the background), clean reopens, and crashes on the in-memory file system (with and without
+//! torn tails).
 //!
 //! After a crash the database must equal the model as of some point between the last durability
 //! point (a sync write or a flush) and the crash: unsynced writes may be lost, but only as a
@@ -292,6 +293,11 @@ impl Harness {
                 }
                 87..=90 => self.reopen(),
                 91..=94 => self.crash(),
+                95..=97 => {
+                    // GC flushes and compacts first, so everything written so far is durable.
+                    self.db().run_gc().unwrap_or_else(|e| panic!("{}: gc: {e}", self.ctx()));
+                    self.mark_durable();
+                }
                 _ => {
                     self.snapshots.clear();
                 }

@@ -1,8 +1,9 @@
 //! The compaction executor: merge input tables, drop what no reader can see, write outputs.
 //!
-//! Dropping follows LevelDB: of several versions of a key, a version is dropped when a newer one
-//! is already visible to the oldest snapshot; a tombstone is dropped when the oldest snapshot
-//! sees it and no deeper level can hold the key. Every dropped [`ValuePointer`] is charged to
+//! Dropping uses snapshot stripes (as RocksDB does): the live snapshots cut the sequence space
+//! into stripes, and a version is dropped when a newer version of the same key lies in the same
+//! stripe, because no reader can see one without the other. A tombstone is dropped when every
+//! snapshot sees it and no deeper level can hold the key. Every dropped [`ValuePointer`] is charged to
 //! its value-log segment as garbage, which is what value-log GC later reclaims.
 //!
 //! Outputs are synced one by one; the caller syncs the directory and publishes them in one
@@ -126,8 +127,8 @@ pub struct CompactionContext<'a> {
     pub table_cache: &'a TableCache,
     /// Options for output tables.
     pub table_options: TableOptions,
-    /// Oldest sequence number any reader may still read at.
-    pub smallest_snapshot: SequenceNumber,
+    /// Sequence numbers of the live snapshots (and iterators), ascending.
+    pub snapshots: Vec<SequenceNumber>,
     /// Allocates output file numbers (and registers them as pending).
     pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
     /// Called every few entries so that a memtable flush can pre-empt a long compaction.
@@ -171,7 +172,9 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
     let mut garbage: BTreeMap<SegmentId, u64> = BTreeMap::new();
     let mut dropped_entries = 0;
     let mut current_user_key: Option<Vec<u8>> = None;
-    let mut last_sequence_for_key = SequenceNumber(u64::MAX);
+    // Stripe of the previous (newer) version of the current key; `None` at a key's first version.
+    let mut newer_stripe: Option<usize> = None;
+    let stripe = |seq: SequenceNumber| ctx.snapshots.partition_point(|s| *s < seq);
     let mut grandparent_index = 0;
     let mut overlapped_bytes = 0u64;
     let mut seen_key = false;
@@ -202,7 +205,7 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
         let first_occurrence = current_user_key.as_deref() != Some(parsed.user_key);
         if first_occurrence {
             current_user_key = Some(parsed.user_key.to_vec());
-            last_sequence_for_key = SequenceNumber(u64::MAX);
+            newer_stripe = None;
             // Outputs are cut only between user keys, so all versions of a key share one file
             // and files of a level never overlap in user-key space.
             if overlapped_bytes > 10 * compaction.max_output_file_size || sink.current_is_full() {
@@ -210,15 +213,14 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
                 overlapped_bytes = 0;
             }
         }
-        let drop = if last_sequence_for_key <= ctx.smallest_snapshot {
-            // A newer version of this key is visible to every reader.
+        let this_stripe = stripe(parsed.sequence);
+        let drop = if newer_stripe == Some(this_stripe) {
+            // Every reader that could see this version sees the newer one instead.
             true
         } else {
-            parsed.kind == ValueKind::Deletion
-                && parsed.sequence <= ctx.smallest_snapshot
-                && compaction.is_base_level_for_key(parsed.user_key)
+            parsed.kind == ValueKind::Deletion && this_stripe == 0 && compaction.is_base_level_for_key(parsed.user_key)
         };
-        last_sequence_for_key = parsed.sequence;
+        newer_stripe = Some(this_stripe);
 
         if drop {
             dropped_entries += 1;

@@ -349,8 +349,7 @@ impl Shared {
             return Ok(());
         }
 
-        let smallest_snapshot =
-            self.snapshots.oldest().unwrap_or(SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
+        let snapshots = self.snapshots.all();
         let mut allocated = Vec::new();
         let result = {
             let mut new_file_number = || {
@@ -374,7 +373,7 @@ impl Shared {
                     dir: &self.dir,
                     table_cache: &self.table_cache,
                     table_options: self.table_options.clone(),
-                    smallest_snapshot,
+                    snapshots,
                     new_file_number: &mut new_file_number,
                     preempt: &mut preempt,
                 },

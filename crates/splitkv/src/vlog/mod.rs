@@ -346,6 +346,17 @@ impl ValueLog {
         self.fs.sync_dir(&self.dir)
     }
 
+    /// Makes every segment created from now on have an id of at least `id`. The caller passes
+    /// ids it knows were used (the recovery log head, segments named by the MANIFEST): once GC
+    /// has deleted the newest segment files, the directory alone would let an id be reused,
+    /// and a reused id below the log head would never be replayed.
+    pub fn reserve_ids_below(&self, id: SegmentId) {
+        let mut writer = self.writer.lock();
+        if writer.active.is_none() && writer.next_id < id {
+            writer.next_id = id;
+        }
+    }
+
     /// Bytes written to segment files since open (headers included), for write amplification.
     pub fn bytes_written(&self) -> u64 {
         self.bytes_written.load(Ordering::Relaxed)
