@@ -86,6 +86,18 @@ pub struct Flags {
     pub value_threshold: Option<usize>,
     /// splitkv: value-log segment size.
     pub segment_size: Option<u64>,
+    /// splitkv: value-log GC policy (`oldest`, `greedy` or `costbenefit`; checked when parsed).
+    pub gc_policy: Option<String>,
+    /// splitkv: garbage fraction at which background GC cleans a segment.
+    pub gc_threshold: Option<f64>,
+    /// splitkv: value-log space budget (GC also runs at 80% of it).
+    pub space_budget: Option<u64>,
+    /// splitkv: run GC in the background.
+    pub background_gc: Option<bool>,
+    /// splitkv: free dead ranges by punching holes.
+    pub gc_punch_holes: Option<bool>,
+    /// splitkv: background GC read rate limit, bytes per second (0 = unlimited).
+    pub gc_rate_limit: Option<u64>,
     /// Target size of level 1.
     pub max_bytes_for_level_base: Option<u64>,
     /// Size at which an SSTable is cut (LevelDB's `max_file_size`).
@@ -135,6 +147,12 @@ impl Default for Flags {
             compression_type: None,
             value_threshold: None,
             segment_size: None,
+            gc_policy: None,
+            gc_threshold: None,
+            space_budget: None,
+            background_gc: None,
+            gc_punch_holes: None,
+            gc_rate_limit: None,
             max_bytes_for_level_base: None,
             target_file_size: None,
             enable_blob_files: false,
@@ -203,6 +221,8 @@ usage: splitkv-bench [--name=value ...]
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
+  --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
+  --gc_punch_holes=BOOL  --gc_rate_limit=N                                        (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
   --ycsb_field_count=N (10)  --ycsb_field_length=N (100)";
@@ -301,6 +321,19 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
             })
         }
         "segment_size" => flags.segment_size = Some(number("a size")?),
+        "gc_policy" => {
+            let name = text()?;
+            splitkv::options::GcPolicyKind::parse(name).ok_or_else(|| bad("oldest, greedy or costbenefit"))?;
+            flags.gc_policy = Some(name.to_owned());
+        }
+        "gc_threshold" => {
+            flags.gc_threshold =
+                Some(text()?.parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f)).ok_or_else(|| bad("a fraction"))?)
+        }
+        "space_budget" => flags.space_budget = Some(number("a size")?),
+        "background_gc" => flags.background_gc = Some(boolean()?),
+        "gc_punch_holes" => flags.gc_punch_holes = Some(boolean()?),
+        "gc_rate_limit" => flags.gc_rate_limit = Some(number("bytes per second")?),
         "max_bytes_for_level_base" => flags.max_bytes_for_level_base = Some(number("a size")?),
         "target_file_size" | "max_file_size" => flags.target_file_size = Some(number("a size")?),
         "enable_blob_files" => flags.enable_blob_files = boolean()?,
@@ -380,6 +413,18 @@ mod tests {
         let f = parse(["--histogram=false", "--use_existing_db=0", "--sync=0"]).unwrap();
         assert!(!f.histogram && !f.use_existing_db && !f.sync);
         assert!(matches!(parse(["--histogram=yes"]), Err(FlagError::BadValue { .. })));
+    }
+
+    #[test]
+    fn gc_flags_parse_and_reject_nonsense() {
+        let f = parse(["--gc_policy=costbenefit", "--gc_threshold=0.25", "--space_budget=1000", "--background_gc=false"])
+            .unwrap();
+        assert_eq!(f.gc_policy.as_deref(), Some("costbenefit"));
+        assert_eq!(f.gc_threshold, Some(0.25));
+        assert_eq!(f.space_budget, Some(1000));
+        assert_eq!(f.background_gc, Some(false));
+        assert!(parse(["--gc_policy=random"]).is_err());
+        assert!(parse(["--gc_threshold=1.5"]).is_err());
     }
 
     #[test]

@@ -172,6 +172,7 @@ fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
         "deleteseq" => run(delete_seq),
         "deleterandom" => run(delete_random),
         "compact" => run(compact),
+        "gc" => run(collect_garbage),
         "stats" => Some(Plan { method: None, fresh_db: false, ycsb: None }),
         _ => None,
     }
@@ -340,6 +341,10 @@ fn do_delete(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> B
 
 fn compact(ctx: &Context<'_>, _thread: &mut ThreadState) -> BenchResult<()> {
     ctx.engine.compact()
+}
+
+fn collect_garbage(ctx: &Context<'_>, _thread: &mut ThreadState) -> BenchResult<()> {
+    ctx.engine.gc()
 }
 
 /// This thread's share `[start, end)` of `total` items split evenly over the benchmark's threads.

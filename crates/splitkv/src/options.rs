@@ -163,7 +163,7 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             value_threshold: 512,
-            write_buffer_size: 64 << 20,
+            write_buffer_size: 8 << 20,
             segment_size: 128 << 20,
             vlog_buffer_size: 1 << 20,
             block_size: 4096,

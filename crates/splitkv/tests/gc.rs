@@ -209,3 +209,18 @@ fn segment_ids_are_never_reused_after_gc_deletes_the_newest_segments() -> Result
     assert!(db.get(key(4))?.is_some());
     Ok(())
 }
+
+#[test]
+fn manual_and_background_gc_never_release_a_segment_twice() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let opts = Options { background_gc: true, gc_garbage_ratio: 0.05, gc_rate_limit: 0, ..gc_options(GcPolicyKind::Greedy) };
+    let db = Db::open(dir.path(), opts)?;
+    let mut last = Vec::new();
+    for _ in 0..4 {
+        last = overwrite(&db, 300, 3)?;
+        db.compact_range(None, None)?;
+        db.run_gc()?;
+    }
+    check(&db, &last, "after racing collectors")?;
+    Ok(())
+}

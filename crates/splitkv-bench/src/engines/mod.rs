@@ -78,6 +78,11 @@ pub trait Engine: Send + Sync {
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool>;
     /// Compacts the whole key range.
     fn compact(&self) -> BenchResult<()>;
+    /// Reclaims space held by overwritten and deleted values: splitkv's value-log GC; for
+    /// engines without a separate collector, a full compaction.
+    fn gc(&self) -> BenchResult<()> {
+        self.compact()
+    }
     /// The engine's statistics report, if it has one.
     fn stats_text(&self) -> Option<String>;
     /// The engine's own write counters, if it keeps them.

@@ -60,6 +60,24 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(n) = flags.segment_size {
         options.segment_size = n;
     }
+    if let Some(p) = flags.gc_policy.as_deref().and_then(splitkv::options::GcPolicyKind::parse) {
+        options.gc_policy = p;
+    }
+    if let Some(t) = flags.gc_threshold {
+        options.gc_garbage_ratio = t;
+    }
+    if let Some(b) = flags.space_budget {
+        options.gc_space_budget = Some(b);
+    }
+    if let Some(b) = flags.background_gc {
+        options.background_gc = b;
+    }
+    if let Some(b) = flags.gc_punch_holes {
+        options.gc_punch_holes = b;
+    }
+    if let Some(r) = flags.gc_rate_limit {
+        options.gc_rate_limit = r;
+    }
     if let Some(n) = flags.max_bytes_for_level_base {
         options.max_bytes_for_level_base = n;
     }
@@ -132,6 +150,11 @@ impl Engine for SplitkvEngine {
 
     fn compact(&self) -> BenchResult<()> {
         Ok(self.db.compact_range(None, None)?)
+    }
+
+    fn gc(&self) -> BenchResult<()> {
+        self.db.run_gc()?;
+        Ok(())
     }
 
     fn stats_text(&self) -> Option<String> {

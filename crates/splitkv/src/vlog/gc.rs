@@ -138,6 +138,9 @@ pub struct GarbageCollector {
     policy: Box<dyn GcPolicy>,
     settings: GcSettings,
     state: Mutex<CollectorState>,
+    /// Held for a whole run: the background thread and `run_gc` must not clean (or release)
+    /// the same segment twice.
+    run_lock: Mutex<()>,
 }
 
 impl GarbageCollector {
@@ -151,6 +154,7 @@ impl GarbageCollector {
                 punched_at: HashMap::new(),
                 totals: GcTotals::default(),
             }),
+            run_lock: Mutex::new(()),
         }
     }
 
@@ -190,12 +194,16 @@ impl GarbageCollector {
                 }
             }
         }
-        if !force && !self.over_space_trigger(host) {
+        let over_budget = self.over_space_trigger(host);
+        let oldest = segments.iter().min_by_key(|s| s.id).copied();
+        if !force && !over_budget {
             segments.retain(|s| s.garbage_bytes as f64 >= self.settings.garbage_ratio * s.size.max(1) as f64);
         }
         let active = SegmentId(u64::MAX);
-        let victim = self.policy.pick(&segments, active);
-        Ok(victim.and_then(|id| segments.into_iter().find(|s| s.id == id)))
+        let victim = self.policy.pick(&segments, active).and_then(|id| segments.into_iter().find(|s| s.id == id));
+        // Garbage becomes known only when compaction drops old versions. Over budget with none
+        // known yet, clean the log's tail as WiscKey does: its validity check finds the garbage.
+        Ok(victim.or(if over_budget { oldest } else { None }))
     }
 
     /// Releases waiting victims whose older readers are gone.
@@ -218,6 +226,7 @@ impl GarbageCollector {
     /// Cleans (or punches) at most one segment. `force` ignores the garbage-ratio trigger (any
     /// segment with garbage qualifies), as for a manual `run_gc`.
     pub fn run_once(&self, host: &dyn GcHost, force: bool) -> Result<GcOutcome> {
+        let _one_run_at_a_time = self.run_lock.lock();
         let mut outcome = GcOutcome::default();
         self.release_ready(host, &mut outcome)?;
         let Some(victim) = self.pick(host, force)? else { return Ok(outcome) };
