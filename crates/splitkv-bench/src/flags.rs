@@ -88,6 +88,10 @@ pub struct Flags {
     pub max_bytes_for_level_base: Option<u64>,
     /// Size at which an SSTable is cut (LevelDB's `max_file_size`).
     pub target_file_size: Option<u64>,
+    /// splitkv: iterators read values ahead (`ReadOptions::prefetch`).
+    pub prefetch: Option<bool>,
+    /// splitkv: threads reading values ahead of iterators (`Options::prefetch_threads`).
+    pub prefetch_threads: Option<usize>,
 }
 
 impl Default for Flags {
@@ -117,6 +121,8 @@ impl Default for Flags {
             segment_size: None,
             max_bytes_for_level_base: None,
             target_file_size: None,
+            prefetch: None,
+            prefetch_threads: None,
         }
     }
 }
@@ -161,13 +167,14 @@ pub const USAGE: &str = "\
 usage: splitkv-bench [--name=value ...]
   --benchmarks=LIST         comma-separated, run in order: fillseq fillbatch fillrandom overwrite
                             fillsync fill100K readrandom readmissing readhot readrandomsmall readseq
-                            readreverse seekrandom deleterandom deleteseq compact stats
+                            readreverse seekrandom scanrandom deleterandom deleteseq compact stats
   --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
   --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
   --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
-  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N";
+  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
+  --prefetch=BOOL  --prefetch_threads=N (splitkv iterator read-ahead)";
 
 fn split_benchmarks(list: &str) -> Vec<String> {
     list.split(',').map(str::to_owned).collect()
@@ -261,6 +268,8 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "segment_size" => flags.segment_size = Some(number("a size")?),
         "max_bytes_for_level_base" => flags.max_bytes_for_level_base = Some(number("a size")?),
         "target_file_size" | "max_file_size" => flags.target_file_size = Some(number("a size")?),
+        "prefetch" => flags.prefetch = Some(boolean()?),
+        "prefetch_threads" => flags.prefetch_threads = Some(size()?),
         _ => return Err(invalid()),
     }
     Ok(())

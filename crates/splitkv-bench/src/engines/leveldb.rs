@@ -408,6 +408,22 @@ impl Engine for LevelDbEngine {
         iter.status()
     }
 
+    fn scan_from(&self, start: &[u8], visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()> {
+        // SAFETY: live handle; the iterator is destroyed by OwnedIterator before the engine.
+        let iter = OwnedIterator(unsafe { leveldb_create_iterator(self.db, self.read_options) });
+        // SAFETY: live iterator; start valid for the call.
+        unsafe { leveldb_iter_seek(iter.0, start.as_ptr().cast(), start.len()) };
+        while iter.valid() {
+            let (key, value) = iter.entry();
+            if !visit(key, value) {
+                break;
+            }
+            // SAFETY: live iterator.
+            unsafe { leveldb_iter_next(iter.0) };
+        }
+        iter.status()
+    }
+
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool> {
         // SAFETY: live handle; target valid for the call.
         let iter = OwnedIterator(unsafe { leveldb_create_iterator(self.db, self.read_options) });

@@ -57,6 +57,9 @@ pub trait Engine: Send + Sync {
     /// Walks the whole key space in `direction` with one iterator, calling `visit(key, value)` for
     /// each entry until it returns false.
     fn scan(&self, direction: Direction, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()>;
+    /// Opens an iterator, seeks to `start` and walks forward, calling `visit(key, value)` for each
+    /// entry until it returns false (YCSB E's short range scans).
+    fn scan_from(&self, start: &[u8], visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()>;
     /// Opens an iterator, seeks to `target` and reports whether it landed exactly on it.
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool>;
     /// Compacts the whole key range.

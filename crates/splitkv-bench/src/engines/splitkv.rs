@@ -12,13 +12,18 @@ use crate::flags::{Compression, Flags};
 /// splitkv behind the benchmark seam.
 pub struct SplitkvEngine {
     db: Db,
+    read_options: ReadOptions,
 }
 
 impl SplitkvEngine {
     /// Opens the database at `flags.db`.
     pub fn open(flags: &Flags) -> BenchResult<Self> {
         let db = Db::open(&flags.db, options_from_flags(flags)?)?;
-        Ok(SplitkvEngine { db })
+        let mut read_options = ReadOptions::default();
+        if let Some(prefetch) = flags.prefetch {
+            read_options.prefetch = prefetch;
+        }
+        Ok(SplitkvEngine { db, read_options })
     }
 
     /// Removes the database at `flags.db`.
@@ -66,6 +71,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(n) = flags.target_file_size {
         options.target_file_size = n;
     }
+    if let Some(n) = flags.prefetch_threads {
+        options.prefetch_threads = n;
+    }
     Ok(options)
 }
 
@@ -98,7 +106,7 @@ impl Engine for SplitkvEngine {
     }
 
     fn scan(&self, direction: Direction, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()> {
-        let mut iter = self.db.iter(ReadOptions::default())?;
+        let mut iter = self.db.iter(self.read_options.clone())?;
         match direction {
             Direction::Forward => iter.seek_to_first()?,
             Direction::Reverse => iter.seek_to_last()?,
@@ -112,8 +120,17 @@ impl Engine for SplitkvEngine {
         Ok(())
     }
 
+    fn scan_from(&self, start: &[u8], visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()> {
+        let mut iter = self.db.iter(self.read_options.clone())?;
+        iter.seek(start)?;
+        while iter.valid() && visit(iter.key(), iter.value()) {
+            iter.next()?;
+        }
+        Ok(())
+    }
+
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool> {
-        let mut iter = self.db.iter(ReadOptions::default())?;
+        let mut iter = self.db.iter(self.read_options.clone())?;
         iter.seek(target)?;
         Ok(iter.valid() && iter.key() == target)
     }
