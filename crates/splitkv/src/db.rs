@@ -709,8 +709,8 @@ fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -> Walked {
 /// Read-ahead ([`ReadOptions::prefetch`], on by default): after [`PREFETCH_AFTER_MOVES`] steps in
 /// one direction the cursor walks the index ahead in windows of growing size and issues the reads
 /// of the windows' separated values on the database's prefetch threads, coalescing values that
-/// are near each other in the log. The next window is walked on a prefetch thread while the
-/// current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
+/// are near each other in the log. Halfway through a window the next one is walked on a
+/// prefetch thread while the rest of the current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
 /// a change of direction drops the read-ahead.
 ///
 /// [`value`]: DbIterator::value
@@ -723,7 +723,7 @@ pub struct DbIterator {
     value: Bytes,
     /// Read-ahead mode: the entries being visited. `None`: the cursor is on the current entry.
     window: Option<Window>,
-    /// The walk producing the window after the current one.
+    /// The walk producing the window after the current one, started halfway through it.
     next_walk: Option<Arc<Task<Walked>>>,
     keys_only: bool,
     prefetch: bool,
@@ -912,14 +912,23 @@ impl DbIterator {
             self.cursor = Some(cursor);
             return window.error.take().map_or(Ok(()), Err);
         }
-        if window.is_last() {
-            self.cursor = Some(cursor);
-        } else {
-            let plan = self.walk_plan(window.movement);
-            self.next_walk = Some(self.db.prefetch.submit(move || walk(cursor, false, &plan)));
-        }
+        self.cursor = Some(cursor);
         self.window = Some(window);
         self.land()
+    }
+
+    /// Starts walking the next window once half of the current one is consumed: early enough to
+    /// overlap with the rest of it, late enough that a short scan does not pay for a window it
+    /// never reaches.
+    fn start_next_walk_if_due(&mut self) {
+        let Some(window) = &self.window else { return };
+        if self.next_walk.is_some() || window.is_last() || window.pos * 2 + 1 < window.entries.len() {
+            return;
+        }
+        let plan = self.walk_plan(window.movement);
+        if let Some(cursor) = self.cursor.take() {
+            self.next_walk = Some(self.db.prefetch.submit(move || walk(cursor, false, &plan)));
+        }
     }
 
     fn advance_window(&mut self) -> Result<()> {
@@ -940,6 +949,7 @@ impl DbIterator {
 
     /// Loads the value of the window entry the cursor is on.
     fn land(&mut self) -> Result<()> {
+        self.start_next_walk_if_due();
         let Some(window) = self.window.as_mut().filter(|_| !self.keys_only) else { return Ok(()) };
         let entry = &window.entries[window.pos];
         let request = match &entry.value {
