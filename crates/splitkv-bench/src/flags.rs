@@ -120,6 +120,10 @@ pub struct Flags {
     pub ycsb_field_length: usize,
     /// Write every benchmark's metrics to this file as JSON.
     pub json: Option<PathBuf>,
+    /// splitkv: iterators read values ahead (`ReadOptions::prefetch`).
+    pub prefetch: Option<bool>,
+    /// splitkv: threads reading values ahead of iterators (`Options::prefetch_threads`).
+    pub prefetch_threads: Option<usize>,
 }
 
 impl Default for Flags {
@@ -164,6 +168,8 @@ impl Default for Flags {
             ycsb_field_count: 10,
             ycsb_field_length: 100,
             json: None,
+            prefetch: None,
+            prefetch_threads: None,
         }
     }
 }
@@ -213,7 +219,7 @@ pub const USAGE: &str = "\
 usage: splitkv-bench [--name=value ...]
   --benchmarks=LIST         comma-separated, run in order: fillseq fillbatch fillrandom overwrite
                             fillsync fill100K readrandom readmissing readhot readrandomsmall readseq
-                            readreverse seekrandom deleterandom deleteseq compact stats
+                            readreverse seekrandom scanrandom deleterandom deleteseq compact gc stats
                             ycsb_load ycsb_a ycsb_b ycsb_c ycsb_d ycsb_e ycsb_f
   --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
   --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
@@ -225,7 +231,8 @@ usage: splitkv-bench [--name=value ...]
   --gc_punch_holes=BOOL  --gc_rate_limit=N                                        (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
-  --ycsb_field_count=N (10)  --ycsb_field_length=N (100)";
+  --ycsb_field_count=N (10)  --ycsb_field_length=N (100)
+  --prefetch=BOOL  --prefetch_threads=N (splitkv iterator read-ahead)";
 
 fn split_benchmarks(list: &str) -> Vec<String> {
     list.split(',').map(str::to_owned).collect()

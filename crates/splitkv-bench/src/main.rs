@@ -164,6 +164,7 @@ fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
         "readrandom" => run(read_random),
         "readmissing" => run(read_missing),
         "seekrandom" => run(seek_random),
+        "scanrandom" => run(scan_random),
         "readhot" => run(read_hot),
         "readrandomsmall" => {
             workload.reads /= 1000;
@@ -297,6 +298,24 @@ fn seek_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
         thread.stats.finished_single_op();
     }
     thread.stats.add_message(&format!("({found} of {} found)", ctx.workload.num));
+    Ok(())
+}
+
+/// YCSB E's scans: seek to a random key, then read the next 1 to 100 entries (uniform).
+fn scan_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let (mut entries, mut bytes) = (0u64, 0u64);
+    for _ in 0..ctx.workload.reads {
+        let start = thread.rand.uniform(ctx.flags.num);
+        let length = 1 + u64::from(thread.rand.uniform(100));
+        let seen = ctx.engine.scan_from(key.set(u64::from(start)), length as usize, &mut |k, v| {
+            bytes += (k.len() + v.len()) as u64;
+        })?;
+        entries += seen as u64;
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_bytes(bytes);
+    thread.stats.add_message(&format!("({entries} entries)"));
     Ok(())
 }
 
@@ -712,6 +731,7 @@ mod tests {
             "readmissing",
             "readseq",
             "readreverse",
+            "scanrandom",
             "seekrandom",
             "deleterandom",
             "deleteseq",

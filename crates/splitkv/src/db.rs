@@ -7,7 +7,9 @@
 //! LevelDB's group commit, with the value log in the role of the write-ahead log.
 //!
 //! Read path: the index maps a key to an inline value or a [`ValuePointer`]; pointers are
-//! resolved by one validated read from the value log.
+//! resolved by one validated read from the value log. Iterators that move sequentially read
+//! ahead: they walk the index in windows and fetch the windows' values in parallel on a pool
+//! shared by all iterators (`vlog::prefetch`), coalescing values adjacent in the log.
 //!
 //! Recovery: replay the MANIFEST (the SSTables and the value-log head of the last flush), then
 //! replay the value log from that head into a fresh memtable. A failed value-log or MANIFEST
@@ -16,7 +18,7 @@
 //! Thread-safety: `Db` is `Send + Sync`; share it with `Arc<Db>`. Iterators own what they read.
 
 use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, Range, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -41,6 +43,8 @@ use crate::stats::{Counters, Stats};
 use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::VersionSet;
 use crate::vlog::gc::{policy_for, GarbageCollector, GcHost, GcOutcome, GcSettings, SegmentStats};
+use crate::types::EscapedBytes;
+use crate::vlog::prefetch::{plan_reads, PrefetchPool, Task, ValueRequest};
 use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
 
 /// Most bytes a write leader gathers into one group; keeps a small write's latency bounded when
@@ -69,6 +73,8 @@ struct DbInner {
     snapshots: Arc<SnapshotList>,
     last_sequence: Arc<AtomicU64>,
     counters: Arc<Counters>,
+    /// Value reads issued ahead of sequential iterators.
+    prefetch: Arc<PrefetchPool>,
     writers: Mutex<VecDeque<Arc<PendingWrite>>>,
     poisoned: Mutex<Option<String>>,
     gc: GarbageCollector,
@@ -198,6 +204,7 @@ impl Db {
             },
         );
         let background_gc = options.background_gc;
+        let prefetch_threads = options.prefetch_threads;
         let inner = Arc::new(DbInner {
                 options,
                 dir,
@@ -206,6 +213,7 @@ impl Db {
                 snapshots,
                 last_sequence,
                 counters,
+                prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
                 writers: Mutex::new(VecDeque::new()),
                 poisoned: Mutex::new(None),
                 gc,
@@ -485,12 +493,8 @@ impl DbInner {
         };
         let seq = snapshot.sequence();
         let inner = self.index.iter(opts.fill_cache)?;
-        Ok(DbIterator {
-            iter: DbIter::new(inner, seq, opts.lower_bound.clone(), opts.upper_bound.clone()),
-            db: Arc::clone(self),
-            value: Bytes::new(),
-            _snapshot: snapshot,
-        })
+        let cursor = DbIter::new(inner, seq, opts.lower_bound.clone(), opts.upper_bound.clone());
+        Ok(DbIterator::new(Arc::clone(self), cursor, ReadOptions { snapshot: Some(snapshot), ..opts }))
     }
 
     fn check_poisoned(&self) -> Result<()> {
@@ -722,77 +726,475 @@ impl GcHost for DbInner {
     }
 }
 
+/// Consecutive moves in one direction after which a cursor starts reading ahead; a seek
+/// followed by one step does not pay for a read-ahead it will not use.
+const PREFETCH_AFTER_MOVES: u32 = 2;
+/// Entries in the first read-ahead window; each following window doubles, so a short scan
+/// wastes little and a long one quickly reaches full parallelism.
+const FIRST_WINDOW_ENTRIES: usize = 16;
+/// Most entries in one read-ahead window.
+const MAX_WINDOW_ENTRIES: usize = 1024;
+/// A window ends once its separated values add up to this many bytes: large values get short
+/// windows, and an iterator holds at most two windows of values.
+const MAX_WINDOW_VALUE_BYTES: u64 = 4 << 20;
+
+type Cursor = DbIter<Box<dyn InternalIterator>>;
+
+/// Direction of a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Movement {
+    Forward,
+    Backward,
+}
+
+/// Where a read-ahead entry's value comes from.
+enum BufferedValue {
+    /// A range of the window's inline-value arena.
+    Inline(Range<usize>),
+    /// A value in the log: index into the window's read requests.
+    Separated(usize),
+    /// A pointer that does not decode; reported when the cursor lands on it.
+    Malformed,
+}
+
+struct BufferedEntry {
+    key: Range<usize>,
+    value: BufferedValue,
+}
+
+/// Entries read ahead of the cursor, in the order it will visit them, with the value reads
+/// issued for them.
+struct Window {
+    movement: Movement,
+    keys: Bytes,
+    inline_values: Bytes,
+    entries: Vec<BufferedEntry>,
+    requests: Arc<[ValueRequest]>,
+    /// Per request: the read task holding it and its position in that task's result.
+    request_slots: Vec<(usize, usize)>,
+    reads: Vec<Arc<Task<Vec<Option<Bytes>>>>>,
+    read_results: Vec<Option<Vec<Option<Bytes>>>>,
+    /// The error that stopped the walk, reported when the cursor moves past the last entry.
+    error: Option<Error>,
+    /// The walk ran out of entries: nothing lies beyond the last one.
+    exhausted: bool,
+    /// The entry the user is on.
+    pos: usize,
+}
+
+impl Window {
+    fn is_last(&self) -> bool {
+        self.exhausted || self.error.is_some()
+    }
+
+    fn key(&self, entry: usize) -> &[u8] {
+        &self.keys[self.entries[entry].key.clone()]
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        for read in &self.reads {
+            read.cancel();
+        }
+    }
+}
+
+/// A read-ahead walk's output: the window and the cursor, left on its last entry.
+struct Walked {
+    cursor: Cursor,
+    window: Window,
+}
+
+/// What a read-ahead walk needs besides the cursor.
+#[derive(Clone)]
+struct WalkPlan {
+    movement: Movement,
+    max_entries: usize,
+    keys_only: bool,
+    vlog: Arc<ValueLog>,
+    pool: Arc<PrefetchPool>,
+}
+
+/// Collects up to `plan.max_entries` entries from `cursor` (its current one first if
+/// `include_current`, then stepping in `plan.movement`) and issues the reads of their separated
+/// values on the pool. Errors end the window and are kept for the cursor to report in turn.
+fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -> Walked {
+    let mut keys = Vec::new();
+    let mut inline_values = Vec::new();
+    let mut entries = Vec::new();
+    let mut requests = Vec::new();
+    let mut value_bytes = 0u64;
+    let mut error = None;
+    let mut exhausted = false;
+    let mut step = !include_current;
+    while entries.len() < plan.max_entries && value_bytes < MAX_WINDOW_VALUE_BYTES {
+        if step {
+            let moved = match plan.movement {
+                Movement::Forward => cursor.next(),
+                Movement::Backward => cursor.prev(),
+            };
+            if let Err(e) = moved {
+                error = Some(e);
+                break;
+            }
+        }
+        step = true;
+        if !cursor.valid() {
+            exhausted = true;
+            break;
+        }
+        let key_start = keys.len();
+        keys.extend_from_slice(cursor.key());
+        let key = key_start..keys.len();
+        let raw = cursor.raw_value();
+        let value = match cursor.value_kind() {
+            ValueKind::Pointer => match ValuePointer::decode(raw) {
+                Some(pointer) => {
+                    value_bytes += u64::from(pointer.len);
+                    requests.push(ValueRequest { pointer, key: key.clone() });
+                    BufferedValue::Separated(requests.len() - 1)
+                }
+                None => BufferedValue::Malformed,
+            },
+            _ => {
+                let start = inline_values.len();
+                inline_values.extend_from_slice(raw);
+                BufferedValue::Inline(start..inline_values.len())
+            }
+        };
+        entries.push(BufferedEntry { key, value });
+    }
+    let keys = Bytes::from(keys);
+    let requests: Arc<[ValueRequest]> = requests.into();
+    let mut request_slots = vec![(0, 0); requests.len()];
+    let mut reads = Vec::new();
+    if !plan.keys_only && !requests.is_empty() {
+        for (task, group) in plan_reads(&requests, plan.pool.threads()).into_iter().enumerate() {
+            for (slot, &request) in group.iter().enumerate() {
+                request_slots[request] = (task, slot);
+            }
+            let (vlog, keys, requests) = (Arc::clone(&plan.vlog), keys.clone(), Arc::clone(&requests));
+            reads.push(plan.pool.submit(move || vlog.read_values(&keys, &requests, &group)));
+        }
+    }
+    let window = Window {
+        movement: plan.movement,
+        keys,
+        inline_values: Bytes::from(inline_values),
+        entries,
+        requests,
+        request_slots,
+        read_results: (0..reads.len()).map(|_| None).collect(),
+        reads,
+        error,
+        exhausted,
+        pos: 0,
+    };
+    Walked { cursor, window }
+}
+
 /// A cursor over the database in key order, both directions.
 ///
-/// Unpositioned when created; movement returns errors (I/O, corruption) instead of hiding them.
-/// Values in the value log are read when the cursor lands on their key.
+/// Unpositioned when created; movement returns errors (I/O, corruption) instead of hiding them,
+/// and after an error the cursor must be re-seeked.
+///
+/// Values: by default the value is loaded when the cursor lands on its key, so [`value`] is
+/// infallible. With [`ReadOptions::keys_only`] nothing is read from the value log: [`value`] is
+/// empty and [`read_value`] reads the current value on demand (the lazy path).
+///
+/// Read-ahead ([`ReadOptions::prefetch`], on by default): after [`PREFETCH_AFTER_MOVES`] steps in
+/// one direction the cursor walks the index ahead in windows of growing size and issues the reads
+/// of the windows' separated values on the database's prefetch threads, coalescing values that
+/// are near each other in the log. Halfway through a window the next one is walked on a
+/// prefetch thread while the rest of the current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
+/// a change of direction drops the read-ahead.
+///
+/// [`value`]: DbIterator::value
+/// [`read_value`]: DbIterator::read_value
 pub struct DbIterator {
-    iter: DbIter<Box<dyn InternalIterator>>,
     db: Arc<DbInner>,
+    /// The index cursor; `None` only while a read-ahead walk holds it (`next_walk` is set).
+    cursor: Option<Cursor>,
+    /// The current value (empty for separated values under `keys_only`).
     value: Bytes,
-    _snapshot: Snapshot,
+    /// Read-ahead mode: the entries being visited. `None`: the cursor is on the current entry.
+    window: Option<Window>,
+    /// The walk producing the window after the current one, started halfway through it.
+    next_walk: Option<Arc<Task<Walked>>>,
+    keys_only: bool,
+    prefetch: bool,
+    last_move: Option<Movement>,
+    moves_in_a_row: u32,
+    next_window_entries: usize,
+    _snapshot: Option<Snapshot>,
 }
 
 impl DbIterator {
+    fn new(db: Arc<DbInner>, cursor: Cursor, opts: ReadOptions) -> Self {
+        DbIterator {
+            db,
+            cursor: Some(cursor),
+            value: Bytes::new(),
+            window: None,
+            next_walk: None,
+            keys_only: opts.keys_only,
+            prefetch: opts.prefetch,
+            last_move: None,
+            moves_in_a_row: 0,
+            next_window_entries: FIRST_WINDOW_ENTRIES,
+            _snapshot: opts.snapshot,
+        }
+    }
+
     /// True if positioned on an entry.
     pub fn valid(&self) -> bool {
-        self.iter.valid()
+        self.window.is_some() || self.cursor.as_ref().is_some_and(|c| c.valid())
     }
 
     /// Positions on the first key.
     pub fn seek_to_first(&mut self) -> Result<()> {
-        self.iter.seek_to_first()?;
-        self.load_value()
+        self.reposition(|c| c.seek_to_first())
     }
 
     /// Positions on the last key.
     pub fn seek_to_last(&mut self) -> Result<()> {
-        self.iter.seek_to_last()?;
-        self.load_value()
+        self.reposition(|c| c.seek_to_last())
     }
 
     /// Positions on the first key `>= key`.
     pub fn seek(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        self.iter.seek(key.as_ref())?;
-        self.load_value()
+        let key = key.as_ref();
+        self.reposition(|c| c.seek(key))
     }
 
     /// Moves to the next key.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<()> {
-        self.iter.next()?;
-        self.load_value()
+        self.step(Movement::Forward)
     }
 
     /// Moves to the previous key.
     pub fn prev(&mut self) -> Result<()> {
-        self.iter.prev()?;
-        self.load_value()
+        self.step(Movement::Backward)
     }
 
-    /// The current key.
+    /// The current key. Only meaningful while `valid()`.
     pub fn key(&self) -> &[u8] {
-        self.iter.key()
+        match &self.window {
+            Some(w) => w.key(w.pos),
+            None => self.home_cursor().key(),
+        }
     }
 
-    /// The current value.
+    /// The current value; empty for every entry under [`ReadOptions::keys_only`].
     pub fn value(&self) -> &[u8] {
         &self.value
     }
 
+    /// The current value, read from the value log now if the cursor did not load it
+    /// ([`ReadOptions::keys_only`]); otherwise a cheap handle to the loaded value.
+    pub fn read_value(&mut self) -> Result<Bytes> {
+        if !self.valid() {
+            return Err(Error::InvalidArgument("the iterator is not positioned on an entry".into()));
+        }
+        if !self.keys_only {
+            return Ok(self.value.clone());
+        }
+        let pointer = match &self.window {
+            Some(w) => match &w.entries[w.pos].value {
+                BufferedValue::Inline(range) => return Ok(w.inline_values.slice(range.clone())),
+                BufferedValue::Separated(request) => Some(w.requests[*request].pointer),
+                BufferedValue::Malformed => None,
+            },
+            None => {
+                let cursor = self.home_cursor();
+                if cursor.value_kind() != ValueKind::Pointer {
+                    return Ok(Bytes::copy_from_slice(cursor.raw_value()));
+                }
+                ValuePointer::decode(cursor.raw_value())
+            }
+        };
+        let pointer = pointer.ok_or_else(|| self.malformed_pointer())?;
+        self.db.read_pointer(&pointer, self.key())
+    }
+
+    fn home_cursor(&self) -> &Cursor {
+        self.cursor.as_ref().expect("the cursor is home whenever no read-ahead window is active")
+    }
+
+    fn home_cursor_mut(&mut self) -> &mut Cursor {
+        self.cursor.as_mut().expect("the cursor is home whenever no read-ahead window is active")
+    }
+
+    fn malformed_pointer(&self) -> Error {
+        Error::corruption(&self.db.dir, 0, format!("malformed value pointer for key {}", EscapedBytes(self.key())))
+    }
+
+    /// Ends read-ahead: takes the cursor back from a walk in progress and drops the windows.
+    fn stop_read_ahead(&mut self) {
+        self.window = None;
+        if let Some(walk) = self.next_walk.take() {
+            // A walk nobody started is dropped with its window; otherwise wait for the cursor.
+            let walked = walk.wait();
+            self.cursor = Some(walked.cursor);
+        }
+    }
+
+    fn reposition(&mut self, seek: impl FnOnce(&mut Cursor) -> Result<()>) -> Result<()> {
+        self.stop_read_ahead();
+        self.last_move = None;
+        self.moves_in_a_row = 0;
+        self.next_window_entries = FIRST_WINDOW_ENTRIES;
+        self.value = Bytes::new();
+        seek(self.home_cursor_mut())?;
+        self.load_value()
+    }
+
+    fn step(&mut self, movement: Movement) -> Result<()> {
+        if let Some(window) = &self.window {
+            if window.movement == movement {
+                return self.advance_window();
+            }
+            // Changing direction: put the cursor back on the current key and step from there.
+            let key = self.key().to_vec();
+            self.stop_read_ahead();
+            self.value = Bytes::new();
+            self.home_cursor_mut().seek(&key)?;
+        }
+        if self.last_move == Some(movement) {
+            self.moves_in_a_row = self.moves_in_a_row.saturating_add(1);
+        } else {
+            self.last_move = Some(movement);
+            self.moves_in_a_row = 1;
+        }
+        self.value = Bytes::new();
+        let cursor = self.home_cursor_mut();
+        match movement {
+            Movement::Forward => cursor.next()?,
+            Movement::Backward => cursor.prev()?,
+        }
+        if self.prefetch && self.moves_in_a_row >= PREFETCH_AFTER_MOVES && self.home_cursor().valid() {
+            return self.start_read_ahead(movement);
+        }
+        self.load_value()
+    }
+
+    fn walk_plan(&mut self, movement: Movement) -> WalkPlan {
+        let max_entries = self.next_window_entries;
+        self.next_window_entries = (max_entries * 2).min(MAX_WINDOW_ENTRIES);
+        WalkPlan {
+            movement,
+            max_entries,
+            keys_only: self.keys_only,
+            vlog: Arc::clone(&self.db.vlog),
+            pool: Arc::clone(&self.db.prefetch),
+        }
+    }
+
+    /// Switches to read-ahead with the cursor's current entry as the first of the window.
+    fn start_read_ahead(&mut self, movement: Movement) -> Result<()> {
+        let plan = self.walk_plan(movement);
+        let Some(cursor) = self.cursor.take() else {
+            return Err(Error::InvalidArgument("the iterator lost its cursor".into()));
+        };
+        let walked = walk(cursor, true, &plan);
+        self.install(walked)
+    }
+
+    /// Makes a walk's window current, starts the walk after it, and lands on its first entry.
+    fn install(&mut self, walked: Walked) -> Result<()> {
+        let Walked { cursor, mut window } = walked;
+        if window.entries.is_empty() {
+            self.cursor = Some(cursor);
+            return window.error.take().map_or(Ok(()), Err);
+        }
+        self.cursor = Some(cursor);
+        self.window = Some(window);
+        self.land()
+    }
+
+    /// Starts walking the next window once half of the current one is consumed: early enough to
+    /// overlap with the rest of it, late enough that a short scan does not pay for a window it
+    /// never reaches.
+    fn start_next_walk_if_due(&mut self) {
+        let Some(window) = &self.window else { return };
+        if self.next_walk.is_some() || window.is_last() || window.pos * 2 + 1 < window.entries.len() {
+            return;
+        }
+        let plan = self.walk_plan(window.movement);
+        if let Some(cursor) = self.cursor.take() {
+            self.next_walk = Some(self.db.prefetch.submit(move || walk(cursor, false, &plan)));
+        }
+    }
+
+    fn advance_window(&mut self) -> Result<()> {
+        let Some(window) = self.window.as_mut() else { return Ok(()) };
+        self.value = Bytes::new();
+        if window.pos + 1 < window.entries.len() {
+            window.pos += 1;
+            return self.land();
+        }
+        let error = window.error.take();
+        self.window = None;
+        match self.next_walk.take() {
+            Some(walk) => self.install(walk.wait()),
+            // The last window: the cursor is home and invalid (exhausted or failed).
+            None => error.map_or(Ok(()), Err),
+        }
+    }
+
+    /// Loads the value of the window entry the cursor is on.
+    fn land(&mut self) -> Result<()> {
+        self.start_next_walk_if_due();
+        let Some(window) = self.window.as_mut().filter(|_| !self.keys_only) else { return Ok(()) };
+        let entry = &window.entries[window.pos];
+        let request = match &entry.value {
+            BufferedValue::Inline(range) => {
+                self.value = window.inline_values.slice(range.clone());
+                return Ok(());
+            }
+            BufferedValue::Separated(request) => *request,
+            BufferedValue::Malformed => return Err(self.malformed_pointer()),
+        };
+        let (task, slot) = window.request_slots[request];
+        let results = window.read_results[task].get_or_insert_with(|| window.reads[task].wait());
+        let prefetched = results.get_mut(slot).and_then(Option::take);
+        Counters::add(&self.db.counters.vlog_reads, 1);
+        self.value = match prefetched {
+            Some(value) => value,
+            // Not prefetched (unflushed, failed): a plain read gives the value or the real error.
+            None => {
+                let pointer = window.requests[request].pointer;
+                self.db.vlog.read(&pointer, window.key(window.pos))?
+            }
+        };
+        Ok(())
+    }
+
+    /// Loads the value of the entry the (home) cursor is on.
     fn load_value(&mut self) -> Result<()> {
-        if !self.iter.valid() {
+        let cursor = self.home_cursor();
+        if !cursor.valid() || self.keys_only {
             self.value = Bytes::new();
             return Ok(());
         }
-        self.value = match self.iter.value_kind() {
+        self.value = match cursor.value_kind() {
             ValueKind::Pointer => {
-                let ptr = ValuePointer::decode(self.iter.raw_value())
-                    .ok_or_else(|| Error::corruption(&self.db.dir, 0, "malformed value pointer"))?;
-                self.db.read_pointer(&ptr, self.iter.key())?
+                let ptr = ValuePointer::decode(cursor.raw_value()).ok_or_else(|| self.malformed_pointer())?;
+                self.db.read_pointer(&ptr, cursor.key())?
             }
-            _ => Bytes::copy_from_slice(self.iter.raw_value()),
+            _ => Bytes::copy_from_slice(cursor.raw_value()),
         };
         Ok(())
+    }
+}
+
+impl Drop for DbIterator {
+    fn drop(&mut self) {
+        if let Some(walk) = self.next_walk.take() {
+            walk.cancel();
+        }
     }
 }
 

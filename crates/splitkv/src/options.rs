@@ -154,6 +154,10 @@ pub struct Options {
     pub index_block_kind: IndexBlockKind,
     /// Verify block checksums on every read (blocks are always verified when first loaded).
     pub paranoid_checks: bool,
+    /// Threads, shared by all iterators of the database, that read values ahead of sequential
+    /// scans (started on first use). `0` disables parallel prefetch: iterators still read ahead
+    /// and coalesce adjacent values, but on their own thread.
+    pub prefetch_threads: usize,
 }
 
 impl Default for Options {
@@ -192,6 +196,7 @@ impl Default for Options {
             index_kind: IndexKind::default(),
             index_block_kind: IndexBlockKind::default(),
             paranoid_checks: false,
+            prefetch_threads: 8,
         }
     }
 }
@@ -231,6 +236,7 @@ impl fmt::Debug for Options {
             .field("index_kind", &self.index_kind)
             .field("index_block_kind", &self.index_block_kind)
             .field("paranoid_checks", &self.paranoid_checks)
+            .field("prefetch_threads", &self.prefetch_threads)
             .finish_non_exhaustive()
     }
 }
@@ -255,10 +261,24 @@ pub struct ReadOptions {
     pub lower_bound: Option<Vec<u8>>,
     /// Iterators stop before this key.
     pub upper_bound: Option<Vec<u8>>,
+    /// Iterators read no values: `value()` is empty for every entry, and
+    /// `DbIterator::read_value` reads the current one on demand.
+    pub keys_only: bool,
+    /// Iterators that move repeatedly in one direction read the next values ahead, in parallel
+    /// on the database's prefetch threads, coalescing values that are adjacent in the value log.
+    pub prefetch: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { snapshot: None, fill_cache: true, verify_checksums: false, lower_bound: None, upper_bound: None }
+        ReadOptions {
+            snapshot: None,
+            fill_cache: true,
+            verify_checksums: false,
+            lower_bound: None,
+            upper_bound: None,
+            keys_only: false,
+            prefetch: true,
+        }
     }
 }

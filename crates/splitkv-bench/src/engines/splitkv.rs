@@ -12,13 +12,18 @@ use crate::flags::{Compression, Flags};
 /// splitkv behind the benchmark seam.
 pub struct SplitkvEngine {
     db: Db,
+    read_options: ReadOptions,
 }
 
 impl SplitkvEngine {
     /// Opens the database at `flags.db`.
     pub fn open(flags: &Flags) -> BenchResult<Self> {
         let db = Db::open(&flags.db, options_from_flags(flags)?)?;
-        Ok(SplitkvEngine { db })
+        let mut read_options = ReadOptions::default();
+        if let Some(prefetch) = flags.prefetch {
+            read_options.prefetch = prefetch;
+        }
+        Ok(SplitkvEngine { db, read_options })
     }
 
     /// Removes the database at `flags.db`.
@@ -84,6 +89,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(n) = flags.target_file_size {
         options.target_file_size = n;
     }
+    if let Some(n) = flags.prefetch_threads {
+        options.prefetch_threads = n;
+    }
     Ok(options)
 }
 
@@ -116,7 +124,7 @@ impl Engine for SplitkvEngine {
     }
 
     fn scan(&self, direction: Direction, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> BenchResult<()> {
-        let mut iter = self.db.iter(ReadOptions::default())?;
+        let mut iter = self.db.iter(self.read_options.clone())?;
         match direction {
             Direction::Forward => iter.seek_to_first()?,
             Direction::Reverse => iter.seek_to_last()?,
@@ -131,7 +139,7 @@ impl Engine for SplitkvEngine {
     }
 
     fn scan_from(&self, start: &[u8], limit: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> BenchResult<usize> {
-        let mut iter = self.db.iter(ReadOptions::default())?;
+        let mut iter = self.db.iter(self.read_options.clone())?;
         iter.seek(start)?;
         let mut visited = 0;
         while visited < limit && iter.valid() {
@@ -143,7 +151,7 @@ impl Engine for SplitkvEngine {
     }
 
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool> {
-        let mut iter = self.db.iter(ReadOptions::default())?;
+        let mut iter = self.db.iter(self.read_options.clone())?;
         iter.seek(target)?;
         Ok(iter.valid() && iter.key() == target)
     }

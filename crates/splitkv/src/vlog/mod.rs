@@ -20,6 +20,7 @@
 //! Dropping the log without [`ValueLog::sync`] loses buffered appends, exactly like a crash.
 
 pub mod gc;
+pub mod prefetch;
 mod record;
 mod replay;
 mod segment;
@@ -44,7 +45,7 @@ use writer::Writer;
 
 use crate::error::{Error, Result};
 use crate::filenames::{parse_file_name, segment_file, FileKind};
-use crate::fs::FileSystem;
+use crate::fs::{AccessPattern, FileSystem};
 use crate::types::{LogPosition, SegmentId, SequenceNumber, ValuePointer};
 
 /// Sizing of the value log.
@@ -130,6 +131,8 @@ impl ValueLog {
             } else if i + 1 != ids.len() {
                 return Err(Error::corruption(&path, 0, "segment is shorter than its header"));
             }
+            // Pointer reads are random; replay and GC scans switch to sequential while they walk.
+            file.advise(AccessPattern::Random);
             let segment = Segment { id, path, file, len: AtomicU64::new(len), active: AtomicBool::new(false) };
             segments.insert(id, Arc::new(segment));
         }

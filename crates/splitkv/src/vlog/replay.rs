@@ -63,7 +63,7 @@ impl ValueLog {
             // The reader is shared with pointer reads, so the hint is reset however the walk ends.
             segment.file.advise(AccessPattern::Sequential);
             let walked = self.replay_segment(segment, start, segment.id == last_id, &mut batch, apply);
-            segment.file.advise(AccessPattern::Normal);
+            segment.file.advise(AccessPattern::Random);
             end = LogPosition { segment: segment.id, offset: walked? };
         }
         Ok(end)

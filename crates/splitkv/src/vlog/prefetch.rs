@@ -1,0 +1,363 @@
+//! Parallel value prefetch for range scans (WiscKey §3.3.1): a bounded worker pool shared by all
+//! iterators of a database, the [`Task`] handle through which an iterator collects one piece of
+//! work in order, and [`ValueLog::read_values`], which turns a set of value pointers into as few
+//! positioned reads as possible.
+//!
+//! A scan knows its next keys (and their pointers) long before it needs their values, so it hands
+//! the reads to the pool and collects them as the cursor arrives. Pointers that are adjacent in
+//! one segment (consecutive keys after a sequential load) are coalesced into one larger read, and
+//! small gaps between records are read through rather than split, since a syscall costs more than
+//! a few KiB of copying. Reads are validated exactly like [`ValueLog::read`]; a pointer whose
+//! prefetch fails for any reason yields `None`, and the iterator then reads it synchronously so
+//! that the error (or success, if it was transient) is the one a plain read would give.
+//!
+//! Invariants: a [`Task`] runs at most once, either on a pool thread or on the thread that waits
+//! for it (work stealing: a waiter never sleeps behind a queue of other iterators' work);
+//! the pool never runs more than its configured number of threads.
+//!
+//! Thread-safety: [`PrefetchPool`] and [`Task`] are `Send + Sync`. Dropping the pool stops its
+//! threads once they finish the task in hand; tasks still queued are dropped unrun, and their
+//! waiters run them themselves.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::Arc;
+use std::thread;
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+
+use super::record::{check_body, decode_record_header, header_bytes, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+use super::ValueLog;
+use crate::types::ValuePointer;
+
+/// Records closer than this in one segment are read with the gap in between.
+const MAX_READ_GAP: u64 = 4 << 10;
+/// Longest single coalesced read.
+const MAX_READ_LEN: u64 = 1 << 20;
+
+enum TaskState<T> {
+    Queued(Box<dyn FnOnce() -> T + Send>),
+    Running,
+    Done(T),
+    Taken,
+}
+
+/// One unit of work whose result is collected exactly once, by [`Task::wait`].
+pub struct Task<T> {
+    state: Mutex<TaskState<T>>,
+    finished: Condvar,
+}
+
+impl<T: Send + 'static> Task<T> {
+    fn new(work: impl FnOnce() -> T + Send + 'static) -> Arc<Self> {
+        Arc::new(Task { state: Mutex::new(TaskState::Queued(Box::new(work))), finished: Condvar::new() })
+    }
+
+    /// The task's result: runs it here if no pool thread has started it, otherwise waits.
+    pub fn wait(&self) -> T {
+        let mut state = self.state.lock();
+        loop {
+            match std::mem::replace(&mut *state, TaskState::Taken) {
+                TaskState::Queued(work) => {
+                    *state = TaskState::Running;
+                    drop(state);
+                    return work();
+                }
+                TaskState::Done(result) => return result,
+                TaskState::Running => {
+                    *state = TaskState::Running;
+                    self.finished.wait(&mut state);
+                }
+                TaskState::Taken => unreachable!("a task's result is collected once"),
+            }
+        }
+    }
+
+    /// Drops the work if no thread has started it; a started task runs to completion and its
+    /// result is dropped with the last handle.
+    pub fn cancel(&self) {
+        let mut state = self.state.lock();
+        if let TaskState::Queued(_) = &*state {
+            *state = TaskState::Taken;
+        }
+    }
+}
+
+/// What a pool thread can run without knowing the result type.
+trait Runnable: Send + Sync {
+    fn run(&self);
+}
+
+impl<T: Send + 'static> Runnable for Task<T> {
+    fn run(&self) {
+        let mut state = self.state.lock();
+        let TaskState::Queued(_) = &*state else { return };
+        let TaskState::Queued(work) = std::mem::replace(&mut *state, TaskState::Running) else { return };
+        drop(state);
+        let result = work();
+        *self.state.lock() = TaskState::Done(result);
+        self.finished.notify_all();
+    }
+}
+
+struct Queue {
+    tasks: VecDeque<Arc<dyn Runnable>>,
+    closed: bool,
+    started: usize,
+}
+
+struct PoolShared {
+    queue: Mutex<Queue>,
+    available: Condvar,
+}
+
+/// A fixed-size set of threads, started on first use, running [`Task`]s in submission order.
+pub struct PrefetchPool {
+    shared: Arc<PoolShared>,
+    threads: usize,
+}
+
+impl PrefetchPool {
+    /// A pool of at most `threads` threads (none are started until work arrives). With zero
+    /// threads every task runs on the thread that waits for it.
+    pub fn new(threads: usize) -> Self {
+        PrefetchPool {
+            shared: Arc::new(PoolShared {
+                queue: Mutex::new(Queue { tasks: VecDeque::new(), closed: false, started: 0 }),
+                available: Condvar::new(),
+            }),
+            threads,
+        }
+    }
+
+    /// Number of threads the pool may run.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Queues `work` and returns the handle its result is collected through.
+    pub fn submit<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Arc<Task<T>> {
+        let task = Task::new(work);
+        if self.threads == 0 {
+            return task;
+        }
+        let mut queue = self.shared.queue.lock();
+        queue.tasks.push_back(Arc::clone(&task) as Arc<dyn Runnable>);
+        if queue.started < self.threads {
+            queue.started += 1;
+            let shared = Arc::clone(&self.shared);
+            let spawned = thread::Builder::new().name("splitkv-prefetch".into()).spawn(move || worker(&shared));
+            if spawned.is_err() {
+                // Without a thread the task still runs, on the thread that waits for it.
+                queue.started -= 1;
+            }
+        }
+        drop(queue);
+        self.shared.available.notify_one();
+        task
+    }
+}
+
+impl Drop for PrefetchPool {
+    fn drop(&mut self) {
+        let mut queue = self.shared.queue.lock();
+        queue.closed = true;
+        queue.tasks.clear();
+        drop(queue);
+        self.shared.available.notify_all();
+    }
+}
+
+fn worker(shared: &PoolShared) {
+    loop {
+        let task = {
+            let mut queue = shared.queue.lock();
+            loop {
+                if queue.closed {
+                    return;
+                }
+                if let Some(task) = queue.tasks.pop_front() {
+                    break task;
+                }
+                shared.available.wait(&mut queue);
+            }
+        };
+        task.run();
+    }
+}
+
+/// One value to prefetch: where it is and which key it must belong to.
+#[derive(Clone, Debug)]
+pub struct ValueRequest {
+    /// The record holding the value.
+    pub pointer: ValuePointer,
+    /// The key's bytes within the key arena passed to [`ValueLog::read_values`].
+    pub key: Range<usize>,
+}
+
+/// Splits `requests` (in any order) into coalesced runs and then into at most `jobs` groups of
+/// roughly equal byte size; returns request indices, grouped, each group sorted by position.
+pub fn plan_reads(requests: &[ValueRequest], jobs: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..requests.len()).collect();
+    order.sort_unstable_by_key(|&i| (requests[i].pointer.segment, requests[i].pointer.offset));
+    let total: u64 = requests.iter().map(|r| u64::from(r.pointer.len)).sum();
+    let target = total.div_ceil(jobs.max(1) as u64).max(64 << 10);
+    let mut groups = Vec::new();
+    let mut group: Vec<usize> = Vec::new();
+    let mut group_bytes = 0u64;
+    let mut previous: Option<ValuePointer> = None;
+    for i in order {
+        let ptr = requests[i].pointer;
+        // Only cut a group between runs, so a coalesced read is never split across jobs.
+        let continues_run = previous.is_some_and(|p| continues(&p, &ptr));
+        if !continues_run && group_bytes >= target {
+            groups.push(std::mem::take(&mut group));
+            group_bytes = 0;
+        }
+        group.push(i);
+        group_bytes += u64::from(ptr.len);
+        previous = Some(ptr);
+    }
+    if !group.is_empty() {
+        groups.push(group);
+    }
+    groups
+}
+
+/// True if `next` is close enough after `prev` in the same segment to be read together.
+fn continues(prev: &ValuePointer, next: &ValuePointer) -> bool {
+    prev.segment == next.segment
+        && next.offset >= prev.offset
+        && next.offset <= prev.offset + u64::from(prev.len) + MAX_READ_GAP
+}
+
+impl ValueLog {
+    /// Reads the values of `requests[i]` for every `i` in `indices` (sorted by position), with one
+    /// positioned read per run of nearby records. Returns one entry per index, `None` where the
+    /// value could not be prefetched (unflushed bytes, a segment that is gone, an I/O error, a
+    /// record that fails validation): the caller reads those with [`ValueLog::read`].
+    pub fn read_values(&self, keys: &Bytes, requests: &[ValueRequest], indices: &[usize]) -> Vec<Option<Bytes>> {
+        let mut out = Vec::with_capacity(indices.len());
+        let mut start = 0;
+        while start < indices.len() {
+            let first = requests[indices[start]].pointer;
+            let mut end = start + 1;
+            let mut run_end = first.offset + u64::from(first.len);
+            while end < indices.len() {
+                let next = requests[indices[end]].pointer;
+                let prev = requests[indices[end - 1]].pointer;
+                let next_end = next.offset + u64::from(next.len);
+                if !continues(&prev, &next) || next_end.max(run_end) - first.offset > MAX_READ_LEN {
+                    break;
+                }
+                run_end = run_end.max(next_end);
+                end += 1;
+            }
+            let run = &indices[start..end];
+            match self.read_span(first, run_end) {
+                Some(span) => {
+                    for &i in run {
+                        let req = &requests[i];
+                        out.push(value_in_span(&span, first.offset, &req.pointer, &keys[req.key.clone()]));
+                    }
+                }
+                None => out.extend(run.iter().map(|_| None)),
+            }
+            start = end;
+        }
+        out
+    }
+
+    /// The bytes `[first.offset, end)` of `first.segment` if they are all in the file.
+    fn read_span(&self, first: ValuePointer, end: u64) -> Option<Bytes> {
+        let segment = self.segments.read().get(&first.segment).cloned()?;
+        if first.offset < SEGMENT_HEADER_LEN || end > segment.readable_len() {
+            return None;
+        }
+        let mut bytes = vec![0u8; usize::try_from(end - first.offset).ok()?];
+        segment.file.read_exact_at(first.offset, &mut bytes).ok()?;
+        Some(Bytes::from(bytes))
+    }
+}
+
+/// The value of the record at `ptr` inside `span` (which starts at `span_start`), if the record is
+/// intact, has the pointer's length and belongs to `key`.
+fn value_in_span(span: &Bytes, span_start: u64, ptr: &ValuePointer, key: &[u8]) -> Option<Bytes> {
+    let start = usize::try_from(ptr.offset.checked_sub(span_start)?).ok()?;
+    let record = span.get(start..start.checked_add(ptr.len as usize)?)?;
+    let header = decode_record_header(header_bytes(record)?).ok()?;
+    if header.record_len() != u64::from(ptr.len) || record[header.key_range()] != *key {
+        return None;
+    }
+    check_body(&header, record.get(RECORD_HEADER_LEN..)?).ok()?;
+    let value = header.value_range();
+    Some(span.slice(start + value.start..start + value.end))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::types::SegmentId;
+
+    fn request(segment: u64, offset: u64, len: u32) -> ValueRequest {
+        ValueRequest { pointer: ValuePointer { segment: SegmentId(segment), offset, len }, key: 0..0 }
+    }
+
+    #[test]
+    fn plan_keeps_adjacent_records_in_one_group_and_sorts_by_position() {
+        // Two contiguous runs in segment 1 (given out of order) and one record in segment 2.
+        let requests =
+            [request(1, 1100, 100), request(1, 1000, 100), request(2, 24, 50), request(1, 900_000, 10)];
+        let groups = plan_reads(&requests, 8);
+        let flat: Vec<usize> = groups.concat();
+        assert_eq!(flat, vec![1, 0, 3, 2]);
+        assert!(groups.iter().any(|g| g.starts_with(&[1, 0])), "adjacent records split: {groups:?}");
+        assert!(continues(&requests[1].pointer, &requests[0].pointer));
+        assert!(!continues(&requests[0].pointer, &requests[3].pointer));
+        assert!(!continues(&requests[0].pointer, &requests[2].pointer));
+    }
+
+    #[test]
+    fn large_plans_are_split_across_jobs() {
+        let requests: Vec<ValueRequest> = (0..64).map(|i| request(1, 24 + i * 1_000_000, 60_000)).collect();
+        let groups = plan_reads(&requests, 4);
+        assert_eq!(groups.len(), 4);
+        assert_eq!(groups.iter().map(Vec::len).sum::<usize>(), 64);
+    }
+
+    #[test]
+    fn without_threads_a_task_runs_on_its_waiter_and_cancel_drops_queued_work() {
+        let pool = PrefetchPool::new(0);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&runs);
+        let task = pool.submit(move || counted.fetch_add(1, Ordering::SeqCst) + 41);
+        assert_eq!(task.wait(), 41);
+        let counted = Arc::clone(&runs);
+        let cancelled = pool.submit(move || counted.fetch_add(1, Ordering::SeqCst));
+        cancelled.cancel();
+        cancelled.run();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn pool_threads_run_every_task_once() {
+        let pool = PrefetchPool::new(3);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..100)
+            .map(|i| {
+                let runs = Arc::clone(&runs);
+                pool.submit(move || {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    i * 2
+                })
+            })
+            .collect();
+        for (i, task) in tasks.iter().enumerate() {
+            assert_eq!(task.wait(), i * 2);
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 100);
+    }
+}
