@@ -88,6 +88,29 @@ pub struct Flags {
     pub max_bytes_for_level_base: Option<u64>,
     /// Size at which an SSTable is cut (LevelDB's `max_file_size`).
     pub target_file_size: Option<u64>,
+    /// Compaction picking policy (`--compaction_policy=score|timeslice`).
+    pub compaction_policy: Option<PolicyFlag>,
+    /// Time slice in milliseconds for the time-slice policy (`--time_slice_ms`).
+    pub time_slice_ms: u64,
+    /// Size each slice from the level's excess and drain rate (`--dynamic_slice`).
+    pub dynamic_slice: bool,
+    /// Release the slice once this percentage of the excess is drained (`--slice_drain_percent`).
+    pub slice_drain_percent: Option<u8>,
+    /// Background compaction workers (`--max_background_compactions`).
+    pub max_background_compactions: Option<usize>,
+    /// Write a JSON-lines time series and compaction log here (`--stats_dump=FILE`).
+    pub stats_dump: Option<PathBuf>,
+    /// Sampling period of `--stats_dump` (`--stats_interval_ms`).
+    pub stats_interval_ms: u64,
+}
+
+/// Compaction policy requested with `--compaction_policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyFlag {
+    /// Size/threshold scores with L0 boosts.
+    Score,
+    /// The time-slice round-robin scheduler.
+    TimeSlice,
 }
 
 impl Default for Flags {
@@ -117,6 +140,13 @@ impl Default for Flags {
             segment_size: None,
             max_bytes_for_level_base: None,
             target_file_size: None,
+            compaction_policy: None,
+            time_slice_ms: 1000,
+            dynamic_slice: false,
+            slice_drain_percent: None,
+            max_background_compactions: None,
+            stats_dump: None,
+            stats_interval_ms: 100,
         }
     }
 }
@@ -167,7 +197,10 @@ usage: splitkv-bench [--name=value ...]
   --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
-  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N";
+  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
+  --compaction_policy=score|timeslice  --time_slice_ms=N (1000)  --dynamic_slice=BOOL
+  --slice_drain_percent=N  --max_background_compactions=N
+  --stats_dump=FILE (JSON lines: level samples + compaction log)  --stats_interval_ms=N (100)";
 
 fn split_benchmarks(list: &str) -> Vec<String> {
     list.split(',').map(str::to_owned).collect()
@@ -200,7 +233,9 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
     // Only booleans may omit `=value`.
     let text = || value.ok_or_else(invalid);
     let number = |expected| -> Result<u64, FlagError> { text()?.parse::<u64>().map_err(|_| bad(expected)) };
-    let size = || -> Result<usize, FlagError> { usize::try_from(number("a non-negative integer")?).map_err(|_| bad("a size")) };
+    let size = || -> Result<usize, FlagError> {
+        usize::try_from(number("a non-negative integer")?).map_err(|_| bad("a size"))
+    };
     let boolean = || -> Result<bool, FlagError> {
         match value {
             None | Some("true") | Some("1") => Ok(true),
@@ -214,7 +249,8 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "num" => {
             // Keys are drawn by a 31-bit generator, as in db_bench.
             let n = number("an integer below 2^31")?;
-            flags.num = u32::try_from(n).ok().filter(|n| *n < i32::MAX as u32).ok_or_else(|| bad("an integer below 2^31"))?;
+            flags.num =
+                u32::try_from(n).ok().filter(|n| *n < i32::MAX as u32).ok_or_else(|| bad("an integer below 2^31"))?;
         }
         "reads" => flags.reads = text()?.parse().map_err(|_| bad("an integer"))?,
         "value_size" => flags.value_size = size()?,
@@ -261,6 +297,33 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "segment_size" => flags.segment_size = Some(number("a size")?),
         "max_bytes_for_level_base" => flags.max_bytes_for_level_base = Some(number("a size")?),
         "target_file_size" | "max_file_size" => flags.target_file_size = Some(number("a size")?),
+        "compaction_policy" => {
+            flags.compaction_policy = Some(match text()? {
+                "score" => PolicyFlag::Score,
+                "timeslice" => PolicyFlag::TimeSlice,
+                _ => return Err(bad("score or timeslice")),
+            })
+        }
+        "time_slice_ms" => {
+            flags.time_slice_ms =
+                Some(number("a positive integer")?).filter(|n| *n > 0).ok_or_else(|| bad("a positive integer"))?
+        }
+        "dynamic_slice" => flags.dynamic_slice = boolean()?,
+        "slice_drain_percent" => {
+            flags.slice_drain_percent = Some(number("a percentage")?)
+                .filter(|p| *p <= 100)
+                .map(|p| p as u8)
+                .ok_or_else(|| bad("a percentage"))?
+                .into()
+        }
+        "max_background_compactions" => {
+            flags.max_background_compactions = Some(Some(size()?).filter(|n| *n >= 1).ok_or_else(|| bad("at least 1"))?)
+        }
+        "stats_dump" => flags.stats_dump = Some(PathBuf::from(text()?)),
+        "stats_interval_ms" => {
+            flags.stats_interval_ms =
+                Some(number("a positive integer")?).filter(|n| *n > 0).ok_or_else(|| bad("a positive integer"))?
+        }
         _ => return Err(invalid()),
     }
     Ok(())
@@ -349,5 +412,27 @@ mod tests {
         assert!(matches!(parse(["--threads=0"]), Err(FlagError::BadValue { .. })));
         assert!(matches!(parse(["--engine=rocks"]), Err(FlagError::BadValue { .. })));
         assert_eq!(parse(["--help"]).unwrap_err(), FlagError::HelpRequested);
+    }
+
+    #[test]
+    fn compaction_scheduling_flags() {
+        let f = parse([
+            "--compaction_policy=timeslice",
+            "--time_slice_ms=250",
+            "--dynamic_slice",
+            "--slice_drain_percent=70",
+            "--max_background_compactions=2",
+            "--stats_dump=/tmp/x.jsonl",
+            "--stats_interval_ms=50",
+        ])
+        .unwrap();
+        assert_eq!(f.compaction_policy, Some(PolicyFlag::TimeSlice));
+        assert_eq!((f.time_slice_ms, f.dynamic_slice, f.slice_drain_percent), (250, true, Some(70)));
+        assert_eq!(f.max_background_compactions, Some(2));
+        assert_eq!(f.stats_dump.as_deref(), Some(std::path::Path::new("/tmp/x.jsonl")));
+        assert_eq!(f.stats_interval_ms, 50);
+        assert!(parse(["--compaction_policy=fifo"]).is_err());
+        assert!(parse(["--slice_drain_percent=101"]).is_err());
+        assert!(parse(["--max_background_compactions=0"]).is_err());
     }
 }

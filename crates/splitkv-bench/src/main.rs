@@ -13,6 +13,7 @@ mod engines;
 mod flags;
 mod keys;
 mod report;
+mod stats_dump;
 mod values;
 
 use std::process::ExitCode;
