@@ -669,6 +669,7 @@ mod tests {
     /// the one with the slice drains slowly. No over-threshold level may wait for more than a
     /// bounded number of grants, whatever the ratios.
     #[test]
+    #[allow(clippy::needless_range_loop)] // levels index three parallel arrays
     fn no_over_threshold_level_waits_more_than_a_bounded_number_of_slices() {
         let mut p = slot(40);
         let mut clock = SchedulerState::default();
