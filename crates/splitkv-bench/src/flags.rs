@@ -124,6 +124,29 @@ pub struct Flags {
     pub prefetch: Option<bool>,
     /// splitkv: threads reading values ahead of iterators (`Options::prefetch_threads`).
     pub prefetch_threads: Option<usize>,
+    /// Compaction picking policy (`--compaction_policy=score|timeslice`).
+    pub compaction_policy: Option<PolicyFlag>,
+    /// Time slice in milliseconds for the time-slice policy (`--time_slice_ms`).
+    pub time_slice_ms: u64,
+    /// Size each slice from the level's excess and drain rate (`--dynamic_slice`).
+    pub dynamic_slice: bool,
+    /// Release the slice once this percentage of the excess is drained (`--slice_drain_percent`).
+    pub slice_drain_percent: Option<u8>,
+    /// Background compaction workers (`--max_background_compactions`).
+    pub max_background_compactions: Option<usize>,
+    /// Write a JSON-lines time series and compaction log here (`--stats_dump=FILE`).
+    pub stats_dump: Option<PathBuf>,
+    /// Sampling period of `--stats_dump` (`--stats_interval_ms`).
+    pub stats_interval_ms: u64,
+}
+
+/// Compaction policy requested with `--compaction_policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum PolicyFlag {
+    /// Size/threshold scores with L0 boosts.
+    Score,
+    /// The time-slice round-robin scheduler.
+    TimeSlice,
 }
 
 impl Default for Flags {
@@ -170,6 +193,13 @@ impl Default for Flags {
             json: None,
             prefetch: None,
             prefetch_threads: None,
+            compaction_policy: None,
+            time_slice_ms: 1000,
+            dynamic_slice: false,
+            slice_drain_percent: None,
+            max_background_compactions: None,
+            stats_dump: None,
+            stats_interval_ms: 100,
         }
     }
 }
@@ -232,7 +262,11 @@ usage: splitkv-bench [--name=value ...]
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
   --ycsb_field_count=N (10)  --ycsb_field_length=N (100)
-  --prefetch=BOOL  --prefetch_threads=N (splitkv iterator read-ahead)";
+  --prefetch=BOOL  --prefetch_threads=N (splitkv iterator read-ahead)
+
+  --compaction_policy=score|timeslice  --time_slice_ms=N (1000)  --dynamic_slice=BOOL
+  --slice_drain_percent=N  --max_background_compactions=N
+  --stats_dump=FILE (JSON lines: level samples + compaction log)  --stats_interval_ms=N (100)";
 
 fn split_benchmarks(list: &str) -> Vec<String> {
     list.split(',').map(str::to_owned).collect()
@@ -354,6 +388,33 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "ycsb_field_count" => flags.ycsb_field_count = size()?,
         "ycsb_field_length" => flags.ycsb_field_length = size()?,
         "json" => flags.json = Some(PathBuf::from(text()?)),
+        "compaction_policy" => {
+            flags.compaction_policy = Some(match text()? {
+                "score" => PolicyFlag::Score,
+                "timeslice" => PolicyFlag::TimeSlice,
+                _ => return Err(bad("score or timeslice")),
+            })
+        }
+        "time_slice_ms" => {
+            flags.time_slice_ms =
+                Some(number("a positive integer")?).filter(|n| *n > 0).ok_or_else(|| bad("a positive integer"))?
+        }
+        "dynamic_slice" => flags.dynamic_slice = boolean()?,
+        "slice_drain_percent" => {
+            flags.slice_drain_percent = Some(number("a percentage")?)
+                .filter(|p| *p <= 100)
+                .map(|p| p as u8)
+                .ok_or_else(|| bad("a percentage"))?
+                .into()
+        }
+        "max_background_compactions" => {
+            flags.max_background_compactions = Some(Some(size()?).filter(|n| *n >= 1).ok_or_else(|| bad("at least 1"))?)
+        }
+        "stats_dump" => flags.stats_dump = Some(PathBuf::from(text()?)),
+        "stats_interval_ms" => {
+            flags.stats_interval_ms =
+                Some(number("a positive integer")?).filter(|n| *n > 0).ok_or_else(|| bad("a positive integer"))?
+        }
         _ => return Err(invalid()),
     }
     Ok(())
@@ -478,5 +539,27 @@ mod tests {
         assert_eq!(Flags::default().ycsb_record_size(), 1000);
         assert!(matches!(parse(["--ycsb_threads=0"]), Err(FlagError::BadValue { .. })));
         assert!(matches!(parse(["--ycsb_records=0"]), Err(FlagError::BadValue { .. })));
+    }
+
+    #[test]
+    fn compaction_scheduling_flags() {
+        let f = parse([
+            "--compaction_policy=timeslice",
+            "--time_slice_ms=250",
+            "--dynamic_slice",
+            "--slice_drain_percent=70",
+            "--max_background_compactions=2",
+            "--stats_dump=/tmp/x.jsonl",
+            "--stats_interval_ms=50",
+        ])
+        .unwrap();
+        assert_eq!(f.compaction_policy, Some(PolicyFlag::TimeSlice));
+        assert_eq!((f.time_slice_ms, f.dynamic_slice, f.slice_drain_percent), (250, true, Some(70)));
+        assert_eq!(f.max_background_compactions, Some(2));
+        assert_eq!(f.stats_dump.as_deref(), Some(std::path::Path::new("/tmp/x.jsonl")));
+        assert_eq!(f.stats_interval_ms, 50);
+        assert!(parse(["--compaction_policy=fifo"]).is_err());
+        assert!(parse(["--slice_drain_percent=101"]).is_err());
+        assert!(parse(["--max_background_compactions=0"]).is_err());
     }
 }

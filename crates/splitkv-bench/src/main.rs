@@ -22,6 +22,7 @@ mod engines;
 mod flags;
 mod keys;
 mod report;
+mod stats_dump;
 mod values;
 mod ycsb;
 

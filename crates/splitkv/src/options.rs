@@ -7,6 +7,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::compaction::CompactionListener;
 use crate::fs::{FileSystem, OsFileSystem};
 use crate::snapshot::Snapshot;
 
@@ -50,12 +51,29 @@ pub enum IndexKind {
     Lsm,
 }
 
-/// Which compaction picking policy runs (the seam for the Slot time-slice scheduler).
+/// Which compaction picking policy runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum CompactionPolicyKind {
     /// LevelDB-style scores with L0 slowdown/stop boosts.
     #[default]
     Score,
+    /// The Slot time-slice round-robin scheduler (`compaction::TimeSlicePolicy`): one level at a
+    /// time holds `slice_ms` of compaction time.
+    TimeSlice {
+        /// Compaction time per grant (with `dynamic`, the fallback and the clamp's reference).
+        slice_ms: u64,
+        /// Size each grant from the level's excess over its measured drain rate.
+        dynamic: bool,
+        /// Release the slice once this percentage of the excess at the grant is drained.
+        drain_percent: Option<u8>,
+    },
+}
+
+impl CompactionPolicyKind {
+    /// The time-slice policy with a static slice and no partial drain.
+    pub fn time_slice(slice_ms: u64) -> Self {
+        CompactionPolicyKind::TimeSlice { slice_ms, dynamic: false, drain_percent: None }
+    }
 }
 
 /// Which value-log segment GC picks first.
@@ -126,10 +144,13 @@ pub struct Options {
     pub max_bytes_for_level_multiplier: f64,
     /// Size at which a compaction output file is cut.
     pub target_file_size: u64,
-    /// Background compaction threads.
+    /// Background compaction threads (at least one). Each also flushes when a frozen memtable
+    /// waits; concurrent compactions never share input files or output ranges.
     pub max_background_compactions: usize,
     /// Compaction picking policy.
     pub compaction_policy: CompactionPolicyKind,
+    /// Receives a report of every finished compaction (instrumentation); none by default.
+    pub compaction_listener: Option<Arc<dyn CompactionListener>>,
     /// Value-log GC picking policy.
     pub gc_policy: GcPolicyKind,
     /// Run value-log GC in a background thread.
@@ -185,6 +206,7 @@ impl Default for Options {
             target_file_size: 8 << 20,
             max_background_compactions: 1,
             compaction_policy: CompactionPolicyKind::default(),
+            compaction_listener: None,
             gc_policy: GcPolicyKind::default(),
             background_gc: true,
             gc_garbage_ratio: 0.3,
@@ -225,6 +247,7 @@ impl fmt::Debug for Options {
             .field("target_file_size", &self.target_file_size)
             .field("max_background_compactions", &self.max_background_compactions)
             .field("compaction_policy", &self.compaction_policy)
+            .field("compaction_listener", &self.compaction_listener.is_some())
             .field("gc_policy", &self.gc_policy)
             .field("background_gc", &self.background_gc)
             .field("gc_garbage_ratio", &self.gc_garbage_ratio)

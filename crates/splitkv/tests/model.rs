@@ -7,6 +7,9 @@
 //! point (a sync write or a flush) and the crash: unsynced writes may be lost, but only as a
 //! suffix. Seeds: a fixed set plus two fresh ones per run, or `SPLITKV_MODEL_SEEDS=1,2,3`;
 //! `SPLITKV_MODEL_STEPS` sets the steps per seed. A failure names its seed.
+//!
+//! The threshold matrix runs under the score policy with one compaction worker and, with half
+//! the steps, under the time-slice policy with two workers.
 
 mod common;
 
@@ -15,7 +18,8 @@ use std::collections::BTreeMap;
 use common::{small_options, CrashEnv, THRESHOLDS};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use splitkv::{Db, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use splitkv::options::CompactionPolicyKind;
+use splitkv::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 type Change = (Vec<u8>, Option<Vec<u8>>);
@@ -39,6 +43,8 @@ fn steps() -> usize {
 struct Harness {
     seed: u64,
     threshold: usize,
+    policy: CompactionPolicyKind,
+    workers: usize,
     rng: SmallRng,
     env: CrashEnv,
     db: Option<Db>,
@@ -52,12 +58,16 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(seed: u64, threshold: usize) -> Self {
+    fn new(seed: u64, threshold: usize, policy: CompactionPolicyKind, workers: usize) -> Self {
         let env = CrashEnv::new();
-        let db = Db::open("/db", env.options(small_options(threshold))).expect("open");
+        let options =
+            Options { compaction_policy: policy, max_background_compactions: workers, ..small_options(threshold) };
+        let db = Db::open("/db", env.options(options)).expect("open");
         Harness {
             seed,
             threshold,
+            policy,
+            workers,
             rng: SmallRng::seed_from_u64(seed ^ threshold as u64),
             env,
             db: Some(db),
@@ -70,7 +80,10 @@ impl Harness {
     }
 
     fn ctx(&self) -> String {
-        format!("seed {} threshold {} step {}", self.seed, self.threshold, self.step)
+        format!(
+            "seed {} threshold {} policy {:?} workers {} step {}",
+            self.seed, self.threshold, self.policy, self.workers, self.step
+        )
     }
 
     fn db(&self) -> &Db {
@@ -198,8 +211,7 @@ impl Harness {
         self.snapshots.clear();
         drop(self.db.take());
         self.db = Some(
-            Db::open("/db", self.env.options(small_options(self.threshold)))
-                .unwrap_or_else(|e| panic!("{}: reopen: {e}", self.ctx())),
+            Db::open("/db", self.env.options(self.options())).unwrap_or_else(|e| panic!("{}: reopen: {e}", self.ctx())),
         );
     }
 
@@ -208,7 +220,7 @@ impl Harness {
         let torn = self.rng.gen_bool(0.5).then(|| self.rng.gen());
         self.env.crash(self.db.take().expect("db"), torn);
         self.db = Some(
-            Db::open("/db", self.env.options(small_options(self.threshold)))
+            Db::open("/db", self.env.options(self.options()))
                 .unwrap_or_else(|e| panic!("{}: open after crash: {e}", self.ctx())),
         );
         let got = self.dump(ReadOptions::default());
@@ -236,6 +248,14 @@ impl Harness {
         );
         self.model = got.into_iter().collect();
         self.mark_durable();
+    }
+
+    fn options(&self) -> Options {
+        Options {
+            compaction_policy: self.policy,
+            max_background_compactions: self.workers,
+            ..small_options(self.threshold)
+        }
     }
 
     fn run(&mut self, steps: usize) {
@@ -311,13 +331,16 @@ impl Harness {
 
 #[test]
 fn random_operations_match_the_model() {
-    let steps = steps();
-    for seed in seeds() {
-        for threshold in THRESHOLDS {
-            eprintln!(
-                "model test: seed {seed} threshold {threshold} steps {steps} (rerun with SPLITKV_MODEL_SEEDS={seed})"
-            );
-            Harness::new(seed, threshold).run(steps);
+    let matrix = [(CompactionPolicyKind::Score, 1, steps()), (CompactionPolicyKind::time_slice(5), 2, steps() / 2)];
+    for (policy, workers, steps) in matrix {
+        for seed in seeds() {
+            for threshold in THRESHOLDS {
+                eprintln!(
+                    "model test: seed {seed} threshold {threshold} {policy:?} workers {workers} steps {steps} \
+                     (rerun with SPLITKV_MODEL_SEEDS={seed})"
+                );
+                Harness::new(seed, threshold, policy, workers).run(steps);
+            }
         }
     }
 }

@@ -4,26 +4,40 @@
 //! so a run without tuning flags measures the engine as shipped. `Db` is shared by reference
 //! across benchmark threads; it does its own synchronisation.
 
+use std::sync::Arc;
+
+use splitkv::options::CompactionPolicyKind;
 use splitkv::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 use super::{BenchResult, Direction, Engine, WriteCounters, WriteOp};
-use crate::flags::{Compression, Flags};
+use crate::flags::{Compression, Flags, PolicyFlag};
+use crate::stats_dump::StatsDump;
 
 /// splitkv behind the benchmark seam.
 pub struct SplitkvEngine {
-    db: Db,
+    /// Shared with the `--stats_dump` sampler, which is stopped before closing.
+    db: Arc<Db>,
+    dump: Option<StatsDump>,
     read_options: ReadOptions,
 }
 
 impl SplitkvEngine {
     /// Opens the database at `flags.db`.
     pub fn open(flags: &Flags) -> BenchResult<Self> {
-        let db = Db::open(&flags.db, options_from_flags(flags)?)?;
+        let mut options = options_from_flags(flags)?;
+        let mut dump = match &flags.stats_dump {
+            Some(path) => Some(StatsDump::create(path, flags.stats_interval_ms, &mut options)?),
+            None => None,
+        };
+        let db = Arc::new(Db::open(&flags.db, options.clone())?);
+        if let Some(dump) = dump.as_mut() {
+            dump.start(Arc::clone(&db), &options);
+        }
         let mut read_options = ReadOptions::default();
         if let Some(prefetch) = flags.prefetch {
             read_options.prefetch = prefetch;
         }
-        Ok(SplitkvEngine { db, read_options })
+        Ok(SplitkvEngine { db, dump, read_options })
     }
 
     /// Removes the database at `flags.db`.
@@ -91,6 +105,19 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     }
     if let Some(n) = flags.prefetch_threads {
         options.prefetch_threads = n;
+    }
+    if let Some(policy) = flags.compaction_policy {
+        options.compaction_policy = match policy {
+            PolicyFlag::Score => CompactionPolicyKind::Score,
+            PolicyFlag::TimeSlice => CompactionPolicyKind::TimeSlice {
+                slice_ms: flags.time_slice_ms,
+                dynamic: flags.dynamic_slice,
+                drain_percent: flags.slice_drain_percent,
+            },
+        };
+    }
+    if let Some(n) = flags.max_background_compactions {
+        options.max_background_compactions = n;
     }
     Ok(options)
 }
@@ -179,7 +206,12 @@ impl Engine for SplitkvEngine {
     }
 
     fn close(self: Box<Self>) -> BenchResult<()> {
-        Ok(self.db.close()?)
+        let SplitkvEngine { db, mut dump, .. } = *self;
+        if let Some(dump) = dump.as_mut() {
+            dump.finish();
+        }
+        let db = Arc::try_unwrap(db).map_err(|_| "the stats sampler still holds the database")?;
+        Ok(db.close()?)
     }
 }
 

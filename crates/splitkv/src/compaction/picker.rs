@@ -4,10 +4,18 @@
 //! pointer (the largest key of the previous compaction there), wrapping around, as in LevelDB.
 //! L0 inputs are expanded to every overlapping L0 file, because L0 files overlap each other and
 //! an older version must never be pushed below a newer one.
+//!
+//! With several compaction workers, [`InFlight`] records what running compactions hold: their
+//! input files (busy) and the user-key range each writes into its output level. A new compaction
+//! is only started if it touches no busy file and its range overlaps no running compaction with
+//! the same output level (two such compactions would write overlapping files into one level).
+//! At most one L0 compaction runs at a time: L0 files overlap and must go down oldest first.
+//! `InFlight` is plain data guarded by the scheduler's state lock.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::types::{compare_internal_keys, InternalKey};
+use crate::types::{compare_internal_keys, FileNumber, InternalKey};
 use crate::version::{FileMetaData, Version};
 
 /// A compaction's inputs: files of `level` and the overlapping files of `level + 1`.
@@ -69,18 +77,114 @@ pub fn pick_inputs(
     compact_pointer: Option<&InternalKey>,
     max_output_file_size: u64,
 ) -> Option<Compaction> {
-    let files = version.files(level);
-    let first = match compact_pointer {
-        Some(ptr) if level > 0 => files.iter().find(|f| compare_internal_keys(&f.largest.0, &ptr.0).is_gt()),
-        _ => None,
-    };
-    let seed = first.or_else(|| files.first())?.clone();
-    let mut inputs = vec![seed];
-    if level == 0 {
-        let (lo, hi) = user_key_range(&inputs)?;
-        inputs = version.overlapping_files(0, Some(&lo), Some(&hi));
+    pick_free_inputs(version, level, compact_pointer, max_output_file_size, &InFlight::default())
+}
+
+/// Like [`pick_inputs`], but skips seeds whose compaction would conflict with `in_flight`: the
+/// first conflict-free file at or after the compact pointer, wrapping around.
+pub fn pick_free_inputs(
+    version: &Arc<Version>,
+    level: usize,
+    compact_pointer: Option<&InternalKey>,
+    max_output_file_size: u64,
+    in_flight: &InFlight,
+) -> Option<Compaction> {
+    if level == 0 && in_flight.level0_running() {
+        return None;
     }
-    Some(with_parents(version, level, inputs, max_output_file_size))
+    let files = version.files(level);
+    let start = match compact_pointer {
+        Some(ptr) if level > 0 => {
+            files.iter().position(|f| compare_internal_keys(&f.largest.0, &ptr.0).is_gt()).unwrap_or(0)
+        }
+        _ => 0,
+    };
+    // L0 always starts from its first file: any seed pulls in every file overlapping it.
+    let seeds = if level == 0 { files.len().min(1) } else { files.len() };
+    (0..seeds).map(|i| &files[(start + i) % files.len()]).find_map(|seed| {
+        let mut inputs = vec![Arc::clone(seed)];
+        if level == 0 {
+            let (lo, hi) = user_key_range(&inputs)?;
+            inputs = version.overlapping_files(0, Some(&lo), Some(&hi));
+        }
+        let c = with_parents(version, level, inputs, max_output_file_size);
+        (!in_flight.conflicts(&c)).then_some(c)
+    })
+}
+
+/// What running compactions hold (see the module documentation).
+#[derive(Clone, Debug, Default)]
+pub struct InFlight {
+    busy: HashSet<FileNumber>,
+    running: Vec<Running>,
+    next_id: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Running {
+    id: u64,
+    level: usize,
+    /// User-key range written into `level + 1`.
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    files: Vec<FileNumber>,
+}
+
+impl InFlight {
+    /// True if `c` touches a busy file or writes into a range a running compaction writes.
+    pub fn conflicts(&self, c: &Compaction) -> bool {
+        if c.level == 0 && self.level0_running() {
+            return true;
+        }
+        if c.inputs.iter().flatten().any(|f| self.busy.contains(&f.number)) {
+            return true;
+        }
+        let all: Vec<_> = c.inputs.iter().flatten().cloned().collect();
+        let Some((lo, hi)) = user_key_range(&all) else { return false };
+        self.running.iter().any(|r| r.level == c.level && lo <= r.largest && r.smallest <= hi)
+    }
+
+    /// Marks `c`'s inputs busy; returns the id to pass to [`InFlight::release`].
+    pub fn register(&mut self, c: &Compaction) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let files: Vec<FileNumber> = c.inputs.iter().flatten().map(|f| f.number).collect();
+        self.busy.extend(files.iter().copied());
+        let all: Vec<_> = c.inputs.iter().flatten().cloned().collect();
+        let (smallest, largest) = user_key_range(&all).unwrap_or_default();
+        self.running.push(Running { id, level: c.level, smallest, largest, files });
+        id
+    }
+
+    /// Frees what compaction `id` held.
+    pub fn release(&mut self, id: u64) {
+        if let Some(pos) = self.running.iter().position(|r| r.id == id) {
+            let r = self.running.swap_remove(pos);
+            for f in r.files {
+                self.busy.remove(&f);
+            }
+        }
+    }
+
+    /// True if an L0 compaction is running.
+    pub fn level0_running(&self) -> bool {
+        self.running.iter().any(|r| r.level == 0)
+    }
+
+    /// Bytes of `level`'s files that running compactions consume.
+    pub fn busy_bytes(&self, version: &Version, level: usize) -> u64 {
+        version.files(level).iter().filter(|f| self.busy.contains(&f.number)).map(|f| f.file_size).sum()
+    }
+
+    /// Number of running compactions.
+    pub fn len(&self) -> usize {
+        self.running.len()
+    }
+
+    /// True if nothing runs.
+    pub fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
 }
 
 /// Inputs for a manual compaction of `level` restricted to `[begin, end]` (user keys).
@@ -119,4 +223,79 @@ fn with_parents(
         Vec::new()
     };
     Compaction { level, inputs: [inputs, parents], grandparents, version: Arc::clone(version), max_output_file_size }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{SequenceNumber, ValueKind};
+    use crate::version::VersionEdit;
+
+    fn file(number: u64, lo: &str, hi: &str) -> FileMetaData {
+        FileMetaData {
+            number: FileNumber(number),
+            file_size: 100,
+            smallest: InternalKey::new(lo.as_bytes(), SequenceNumber(1), ValueKind::Inline),
+            largest: InternalKey::new(hi.as_bytes(), SequenceNumber(1), ValueKind::Inline),
+            num_entries: 1,
+        }
+    }
+
+    /// L0: two overlapping files; L1: [a,c] [d,f] [g,i]; L2: [a,b] [e,e] [h,z].
+    fn version() -> Arc<Version> {
+        let mut edit = VersionEdit::default();
+        edit.add_file(0, file(1, "a", "d"));
+        edit.add_file(0, file(2, "c", "e"));
+        edit.add_file(1, file(10, "a", "c"));
+        edit.add_file(1, file(11, "d", "f"));
+        edit.add_file(1, file(12, "g", "i"));
+        edit.add_file(2, file(20, "a", "b"));
+        edit.add_file(2, file(21, "e", "e"));
+        edit.add_file(2, file(22, "h", "z"));
+        Arc::new(Version::empty(4).apply(&edit).expect("valid edit"))
+    }
+
+    fn numbers(files: &[Arc<FileMetaData>]) -> Vec<u64> {
+        files.iter().map(|f| f.number.0).collect()
+    }
+
+    #[test]
+    fn second_pick_skips_busy_files_and_takes_the_next_free_seed() {
+        let v = version();
+        let mut in_flight = InFlight::default();
+        let first = pick_free_inputs(&v, 1, None, 1 << 20, &in_flight).unwrap();
+        assert_eq!((numbers(&first.inputs[0]), numbers(&first.inputs[1])), (vec![10], vec![20]));
+        let id = in_flight.register(&first);
+        assert_eq!(in_flight.busy_bytes(&v, 1), 100);
+        let second = pick_free_inputs(&v, 1, None, 1 << 20, &in_flight).unwrap();
+        assert_eq!((numbers(&second.inputs[0]), numbers(&second.inputs[1])), (vec![11], vec![21]));
+        in_flight.register(&second);
+        // L2 -> L3 must not take L2 files that L1 -> L2 compactions read.
+        let deeper = pick_free_inputs(&v, 2, None, 1 << 20, &in_flight).unwrap();
+        assert_eq!(numbers(&deeper.inputs[0]), vec![22]);
+        in_flight.release(id);
+        assert_eq!(in_flight.len(), 1);
+        assert_eq!(numbers(&pick_free_inputs(&v, 1, None, 1 << 20, &in_flight).unwrap().inputs[0]), vec![10]);
+    }
+
+    #[test]
+    fn overlapping_output_ranges_in_one_level_conflict() {
+        let v = version();
+        let mut in_flight = InFlight::default();
+        // L0 -> L1 over [a, f] holds L1 files 10 and 11.
+        let l0 = pick_free_inputs(&v, 0, None, 1 << 20, &in_flight).unwrap();
+        assert_eq!((numbers(&l0.inputs[0]), numbers(&l0.inputs[1])), (vec![1, 2], vec![10, 11]));
+        in_flight.register(&l0);
+        assert!(in_flight.level0_running());
+        assert!(pick_free_inputs(&v, 0, None, 1 << 20, &in_flight).is_none(), "one L0 compaction at a time");
+        // L1 file 12 [g, i] is free and outside [a, f].
+        assert_eq!(numbers(&pick_free_inputs(&v, 1, None, 1 << 20, &in_flight).unwrap().inputs[0]), vec![12]);
+        // A same-level compaction whose range overlaps a running one conflicts even without
+        // shared files.
+        let mut overlapping = pick_inputs(&v, 1, None, 1 << 20).unwrap();
+        overlapping.level = 0;
+        overlapping.inputs = [Vec::new(), Vec::new()];
+        overlapping.inputs[0].push(Arc::new(file(99, "b", "b")));
+        assert!(in_flight.conflicts(&overlapping));
+    }
 }

@@ -5,9 +5,14 @@
 //! then read without locks; everything they reach stays alive through the `Arc`s, and files of
 //! a version someone still holds are never deleted.
 //!
-//! One background thread flushes frozen memtables and runs compactions picked by the
-//! configured [`CompactionPolicy`]. Flushes pre-empt compactions: a running compaction checks
-//! every few entries whether a frozen memtable waits and flushes it first. Writers are delayed
+//! `max_background_compactions` worker threads flush frozen memtables and run compactions
+//! picked by the configured [`CompactionPolicy`]. Flushes pre-empt compactions: a worker always
+//! flushes before picking, and a running compaction checks every few entries whether a frozen
+//! memtable waits and flushes it first. Workers pick under the state lock and mark their inputs
+//! busy in [`InFlight`] before releasing it, so concurrent compactions never share files or write
+//! overlapping ranges into one level; a manual compaction excludes them all
+//! (`compaction_lock`). Each finished compaction is reported to the policy (its level and
+//! duration) and to the optional listener. Writers are delayed
 //! at the L0 slowdown trigger and blocked at the stop trigger or while the frozen memtable is
 //! still being flushed; stall time is counted by cause.
 //!
@@ -26,8 +31,11 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::{decode_index_value, Index, IndexRecord, IndexValue};
 use crate::compaction::exec::{self, CompactionContext, TableSink};
-use crate::compaction::picker::{self, Compaction};
-use crate::compaction::{CompactionPolicy, LevelsSnapshot, SchedulerState, ScorePolicy};
+use crate::compaction::picker::{self, Compaction, InFlight};
+use crate::compaction::{
+    CompactionEvent, CompactionListener, CompactionPolicy, FinishedCompaction, LevelsSnapshot, PickReason,
+    SchedulerState, ScorePolicy, TimeSliceConfig, TimeSlicePolicy,
+};
 use crate::error::{Error, Result};
 use crate::filenames::{parse_file_name, FileKind};
 use crate::fs::FileSystem;
@@ -84,6 +92,8 @@ struct State {
     bg_error: Option<String>,
     shutting_down: bool,
     policy: Box<dyn CompactionPolicy>,
+    /// Inputs and output ranges of running compactions.
+    in_flight: InFlight,
 }
 
 struct Shared {
@@ -103,15 +113,17 @@ struct Shared {
     /// Signals writers and waiters: a flush or compaction finished.
     done_cv: Condvar,
     super_version: RwLock<Arc<SuperVersion>>,
-    /// Held while a compaction runs, so manual and background compactions never overlap.
-    compaction_lock: Mutex<()>,
+    /// Shared by running background compactions, exclusive for a manual compaction, so the two
+    /// never overlap.
+    compaction_lock: RwLock<()>,
+    listener: Option<Arc<dyn CompactionListener>>,
     started: Instant,
 }
 
 /// The LSM-tree index.
 pub struct LsmIndex {
     shared: Arc<Shared>,
-    background: Mutex<Option<JoinHandle<()>>>,
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl LsmIndex {
@@ -129,6 +141,14 @@ impl LsmIndex {
         ));
         let policy: Box<dyn CompactionPolicy> = match options.compaction_policy {
             CompactionPolicyKind::Score => Box::new(ScorePolicy::default()),
+            CompactionPolicyKind::TimeSlice { slice_ms, dynamic, drain_percent } => {
+                Box::new(TimeSlicePolicy::new(TimeSliceConfig {
+                    slice_ms,
+                    dynamic,
+                    drain_fraction: drain_percent.map(|p| f64::from(p.min(100)) / 100.0),
+                    ..TimeSliceConfig::default()
+                }))
+            }
         };
         let version = parts.versions.current();
         let super_version = Arc::new(SuperVersion { mem: Arc::clone(&parts.mem), imm: None, version });
@@ -151,21 +171,29 @@ impl LsmIndex {
                 bg_error: None,
                 shutting_down: false,
                 policy,
+                in_flight: InFlight::default(),
             }),
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
             super_version: RwLock::new(super_version),
-            compaction_lock: Mutex::new(()),
+            compaction_lock: RwLock::new(()),
+            listener: options.compaction_listener.clone(),
             started: Instant::now(),
             options,
         });
         shared.delete_obsolete_files();
-        let worker = Arc::clone(&shared);
-        let handle = std::thread::Builder::new()
-            .name("splitkv-bg".into())
-            .spawn(move || worker.background_loop())
-            .map_err(Error::Io)?;
-        Ok(LsmIndex { shared, background: Mutex::new(Some(handle)) })
+        let index = LsmIndex { shared, background: Mutex::new(Vec::new()) };
+        for n in 0..index.shared.options.max_background_compactions.max(1) {
+            let worker = Arc::clone(&index.shared);
+            let spawned =
+                std::thread::Builder::new().name(format!("splitkv-bg{n}")).spawn(move || worker.background_loop());
+            match spawned {
+                Ok(handle) => index.background.lock().push(handle),
+                // Dropping `index` stops and joins the workers already started.
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+        Ok(index)
     }
 
     /// The current super version (for tools and tests).
@@ -191,15 +219,18 @@ impl Shared {
         *self.super_version.write() = Arc::new(sv);
     }
 
-    fn levels_snapshot(&self, version: &Version) -> LevelsSnapshot {
+    fn levels_snapshot(&self, version: &Version, in_flight: &InFlight) -> LevelsSnapshot {
         let o = &self.options;
+        let levels = 0..version.num_levels();
         LevelsSnapshot {
-            files: (0..version.num_levels()).map(|l| version.files(l).len()).collect(),
-            bytes: (0..version.num_levels()).map(|l| version.level_bytes(l)).collect(),
+            files: levels.clone().map(|l| version.files(l).len()).collect(),
+            bytes: levels.clone().map(|l| version.level_bytes(l)).collect(),
             l0_trigger: o.level0_file_num_compaction_trigger,
             l0_slowdown: o.level0_slowdown_writes_trigger,
             l0_stop: o.level0_stop_writes_trigger,
             max_bytes: LevelsSnapshot::max_bytes_for_levels(o),
+            compacting_bytes: levels.map(|l| in_flight.busy_bytes(version, l)).collect(),
+            blocked: Vec::new(),
         }
     }
 
@@ -230,37 +261,66 @@ impl Shared {
                 state = self.state.lock();
                 continue;
             }
-            let version = state.versions.current();
-            let levels = self.levels_snapshot(&version);
-            let sched = self.scheduler_state();
-            let Some(pick) = state.policy.pick(&levels, &sched) else {
-                // Sleeping with the version pinned would keep its obsolete files on disk.
-                drop(version);
+            // A manual compaction holds the lock exclusively; look again shortly.
+            let Some(shared_guard) = self.compaction_lock.try_read() else {
+                drop(state);
+                std::thread::sleep(Duration::from_millis(10));
+                state = self.state.lock();
+                continue;
+            };
+            let Some((compaction, reason)) = self.pick_compaction(&mut state) else {
+                drop(shared_guard);
                 self.work_cv.wait(&mut state);
                 continue;
             };
-            let compact_pointer = state.versions.compact_pointer(pick.level).cloned();
+            let id = state.in_flight.register(&compaction);
             drop(state);
-            match self.compaction_lock.try_lock() {
-                Some(_guard) => {
-                    let picked = picker::pick_inputs(
-                        &version,
-                        pick.level,
-                        compact_pointer.as_ref(),
-                        self.options.target_file_size,
-                    );
-                    if let Some(compaction) = picked {
-                        if let Err(e) = self.run_compaction(compaction) {
-                            let mut st = self.state.lock();
-                            self.set_bg_error(&mut st, &e);
-                        }
+            let started_ms = self.scheduler_state().now_ms;
+            let timer = Instant::now();
+            let level_bytes = compaction.input_bytes().0;
+            let result = self.run_compaction(compaction);
+            let duration = timer.elapsed();
+            drop(shared_guard);
+            state = self.state.lock();
+            state.in_flight.release(id);
+            // At least 1 ms per compaction, so that a run of sub-millisecond moves still ends a slice.
+            let done =
+                FinishedCompaction { level: reason.0, duration_ms: (duration.as_millis() as u64).max(1), level_bytes };
+            let now = self.scheduler_state();
+            state.policy.on_compaction_done(&done, &now);
+            let holder = state.policy.slice_holder();
+            // Other workers may have found every candidate busy.
+            self.work_cv.notify_all();
+            match result {
+                Ok(summary) => {
+                    if let Some(listener) = self.listener.clone() {
+                        drop(state);
+                        listener.on_compaction_completed(&summary.event(reason.1, started_ms, duration, holder));
+                        state = self.state.lock();
                     }
                 }
-                // A manual compaction is running; look again shortly.
-                None => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => self.set_bg_error(&mut state, &e),
             }
-            state = self.state.lock();
         }
+    }
+
+    /// Asks the policy for a level and the picker for free inputs there. Levels whose every
+    /// candidate conflicts with a running compaction are reported to the policy as blocked.
+    fn pick_compaction(&self, state: &mut State) -> Option<(Compaction, (usize, PickReason))> {
+        let version = state.versions.current();
+        let mut levels = self.levels_snapshot(&version, &state.in_flight);
+        let mut candidates: Vec<Option<Compaction>> = (0..version.num_levels().saturating_sub(1))
+            .map(|level| {
+                let pointer = state.versions.compact_pointer(level);
+                picker::pick_free_inputs(&version, level, pointer, self.options.target_file_size, &state.in_flight)
+            })
+            .collect();
+        levels.blocked = candidates.iter().map(Option::is_none).collect();
+        levels.blocked.push(true);
+        let sched = self.scheduler_state();
+        let pick = state.policy.pick(&levels, &sched)?;
+        let compaction = candidates.get_mut(pick.level)?.take()?;
+        Some((compaction, (pick.level, pick.reason)))
     }
 
     /// Flushes the frozen memtable if there is one and no other flush is running.
@@ -325,8 +385,17 @@ impl Shared {
     }
 
     /// Runs one compaction (or trivial move) and publishes its result.
-    fn run_compaction(&self, compaction: Compaction) -> Result<()> {
+    fn run_compaction(&self, compaction: Compaction) -> Result<CompactionSummary> {
         let level = compaction.level;
+        let mut summary = CompactionSummary {
+            level,
+            input_files: [compaction.inputs[0].len(), compaction.inputs[1].len()],
+            input_bytes: {
+                let (a, b) = compaction.input_bytes();
+                [a, b]
+            },
+            ..CompactionSummary::default()
+        };
         let mut edit = VersionEdit::default();
         if let Some(largest) = compaction.largest_input_key() {
             edit.compact_pointers.push((level, largest));
@@ -346,7 +415,8 @@ impl Shared {
             drop(state);
             drop(compaction);
             self.delete_obsolete_files();
-            return Ok(());
+            summary.trivial_move = true;
+            return Ok(summary);
         }
 
         let snapshots = self.snapshots.all();
@@ -397,6 +467,8 @@ impl Shared {
                 return Err(e);
             }
         };
+        summary.output_files = res.outputs.len();
+        summary.output_bytes = res.bytes_written;
         for meta in res.outputs {
             edit.new_files.push((level + 1, meta));
         }
@@ -409,7 +481,7 @@ impl Shared {
         self.done_cv.notify_all();
         drop(state);
         self.delete_obsolete_files();
-        Ok(())
+        Ok(summary)
     }
 
     /// Deletes tables no live version references and superseded MANIFESTs.
@@ -477,6 +549,40 @@ impl Shared {
         let parsed = parse_internal_key(&ikey)
             .ok_or_else(|| Error::corruption(&self.dir, 0, "malformed internal key in table"))?;
         decode_index_value(parsed.kind, value).transpose()
+    }
+}
+
+/// What one compaction did, before timing is attached.
+#[derive(Debug, Default)]
+struct CompactionSummary {
+    level: usize,
+    input_files: [usize; 2],
+    input_bytes: [u64; 2],
+    output_files: usize,
+    output_bytes: u64,
+    trivial_move: bool,
+}
+
+impl CompactionSummary {
+    fn event(
+        &self,
+        reason: PickReason,
+        start_ms: u64,
+        duration: Duration,
+        slice_holder: Option<usize>,
+    ) -> CompactionEvent {
+        CompactionEvent {
+            level: self.level,
+            reason,
+            input_files: self.input_files,
+            input_bytes: self.input_bytes,
+            output_files: self.output_files,
+            output_bytes: self.output_bytes,
+            trivial_move: self.trivial_move,
+            start_ms,
+            duration_micros: duration.as_micros() as u64,
+            slice_holder,
+        }
     }
 }
 
@@ -638,7 +744,7 @@ impl Index for LsmIndex {
         self.make_room(true)?;
         self.wait_for_flush()?;
         let s = &self.shared;
-        let _guard = s.compaction_lock.lock();
+        let _guard = s.compaction_lock.write();
         // Like LevelDB: push the range down to the deepest level that already holds part of it,
         // so data ends where a full compaction would leave it without rewriting empty levels.
         let deepest = {
@@ -650,9 +756,22 @@ impl Index for LsmIndex {
             let picked = picker::range_inputs(&version, level, begin, end, s.options.target_file_size);
             drop(version);
             if let Some(c) = picked {
-                s.run_compaction(c)?;
+                let started_ms = s.scheduler_state().now_ms;
+                let timer = Instant::now();
+                let summary = s.run_compaction(c)?;
+                if let Some(listener) = &s.listener {
+                    let holder = s.state.lock().policy.slice_holder();
+                    listener.on_compaction_completed(&summary.event(
+                        PickReason::Manual,
+                        started_ms,
+                        timer.elapsed(),
+                        holder,
+                    ));
+                }
             }
         }
+        // Workers that found nothing to do before may find work in the new shape of the tree.
+        s.work_cv.notify_all();
         Ok(())
     }
 
@@ -710,6 +829,9 @@ impl Index for LsmIndex {
             "splitkv.total-sst-bytes" => {
                 Some((0..sv.version.num_levels()).map(|l| sv.version.level_bytes(l)).sum::<u64>().to_string())
             }
+            "splitkv.compaction-slice-holder" => Some(
+                self.shared.state.lock().policy.slice_holder().map_or_else(|| "none".to_string(), |l| l.to_string()),
+            ),
             "splitkv.memtable-bytes" => {
                 Some((sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())).to_string())
             }
@@ -744,7 +866,8 @@ impl Index for LsmIndex {
             self.shared.work_cv.notify_all();
             self.shared.done_cv.notify_all();
         }
-        if let Some(handle) = self.background.lock().take() {
+        let workers = std::mem::take(&mut *self.background.lock());
+        for handle in workers {
             let _ = handle.join();
         }
     }

@@ -1,0 +1,140 @@
+//! Scheduling scenarios under each compaction policy and with two compaction workers: the data
+//! stays correct while compactions run concurrently, deeper levels form, every finished
+//! compaction is reported to the listener, and a time slice never holds up memtable flushes.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use common::{dump, small_options, value_for, CrashEnv};
+use splitkv::compaction::{CompactionEvent, CompactionListener, PickReason};
+use splitkv::options::CompactionPolicyKind;
+use splitkv::{Db, Options};
+
+/// Collects every event.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<CompactionEvent>>);
+
+impl CompactionListener for Recorder {
+    fn on_compaction_completed(&self, event: &CompactionEvent) {
+        self.0.lock().expect("recorder lock").push(event.clone());
+    }
+}
+
+fn policies() -> Vec<(CompactionPolicyKind, usize)> {
+    vec![
+        (CompactionPolicyKind::Score, 1),
+        (CompactionPolicyKind::Score, 2),
+        (CompactionPolicyKind::time_slice(20), 1),
+        (CompactionPolicyKind::time_slice(20), 2),
+        (CompactionPolicyKind::TimeSlice { slice_ms: 20, dynamic: true, drain_percent: Some(70) }, 2),
+    ]
+}
+
+fn options(env: &CrashEnv, policy: CompactionPolicyKind, workers: usize, threshold: usize) -> Options {
+    env.options(Options {
+        compaction_policy: policy,
+        max_background_compactions: workers,
+        // Small levels so that a few thousand writes reach L3.
+        max_bytes_for_level_base: 16 << 10,
+        max_bytes_for_level_multiplier: 4.0,
+        ..small_options(threshold)
+    })
+}
+
+/// Overwrites `keys` keys `rounds` times; returns the expected final contents.
+fn load(db: &Db, keys: u64, rounds: u64, value_len: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = BTreeMap::new();
+    for round in 0..rounds {
+        for i in 0..keys {
+            // A scattered order so that every flush overlaps most of the key space.
+            let k = (i * 7919) % keys;
+            let key = common::key(k);
+            let value = value_for(round * keys + k, value_len);
+            db.put(&key, &value).expect("put");
+            model.insert(key, value);
+        }
+    }
+    model
+}
+
+#[test]
+fn overwrites_read_back_under_every_policy_and_worker_count() {
+    for (policy, workers) in policies() {
+        for threshold in [0, usize::MAX] {
+            let env = CrashEnv::new();
+            let recorder = Arc::new(Recorder::default());
+            let mut opts = options(&env, policy, workers, threshold);
+            opts.compaction_listener = Some(recorder.clone());
+            let db = Db::open("/db", opts.clone()).expect("open");
+            let model = load(&db, 5000, 3, 100);
+            let got = dump(&db);
+            assert!(got == model.clone().into_iter().collect::<Vec<_>>(), "{policy:?} x{workers} t{threshold}: scan");
+            let stats = db.stats();
+            assert!(stats.flushes > 0 && stats.compactions > 0, "{policy:?} x{workers}: {stats}");
+            assert!(
+                stats.levels.iter().skip(2).any(|l| l.files > 0),
+                "{policy:?} x{workers}: data reached L2 or deeper: {:?}",
+                stats.levels
+            );
+            drop(db);
+            // The published tree is consistent on disk too.
+            let db = Db::open("/db", opts).expect("reopen");
+            assert!(dump(&db) == model.into_iter().collect::<Vec<_>>(), "{policy:?} x{workers}: after reopen");
+
+            let events = recorder.0.lock().expect("recorder lock").clone();
+            assert!(!events.is_empty(), "{policy:?} x{workers}: listener saw compactions");
+            for e in &events {
+                assert!(e.level + 1 < 7 && e.input_files[0] > 0 && e.input_bytes[0] > 0, "{e:?}");
+                assert_eq!(e.trivial_move, e.output_files == 0 && e.input_files[1] == 0, "{e:?}");
+                if !e.trivial_move {
+                    assert!(e.write_amplification() >= 1.0, "{e:?}");
+                }
+                let slice = matches!(policy, CompactionPolicyKind::TimeSlice { .. });
+                if !slice {
+                    assert_ne!(e.reason, PickReason::SliceHolder, "{e:?}");
+                    assert_eq!(e.slice_holder, None, "{e:?}");
+                }
+            }
+            if matches!(policy, CompactionPolicyKind::TimeSlice { .. }) {
+                assert!(
+                    events.iter().any(|e| e.reason == PickReason::SliceHolder && e.level >= 1),
+                    "{policy:?}: deeper levels got the slice"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_long_slice_never_holds_up_flushes() {
+    // A slice far longer than the test: only dropping under threshold ends a grant, and the
+    // holder outranks L0. Writes must still complete, because flushes never wait for the policy.
+    let env = CrashEnv::new();
+    let opts = options(&env, CompactionPolicyKind::time_slice(3_600_000), 2, usize::MAX);
+    let db = Db::open("/db", opts).expect("open");
+    let model = load(&db, 4000, 2, 200);
+    db.flush().expect("flush");
+    let stats = db.stats();
+    assert!(stats.flushes >= 20, "{stats}");
+    assert!(dump(&db) == model.into_iter().collect::<Vec<_>>());
+    let holder = db.property("splitkv.compaction-slice-holder").expect("property");
+    assert!(holder == "none" || holder.parse::<usize>().is_ok(), "{holder}");
+}
+
+#[test]
+fn manual_compaction_excludes_background_workers_and_is_reported() {
+    for (policy, workers) in policies() {
+        let env = CrashEnv::new();
+        let recorder = Arc::new(Recorder::default());
+        let mut opts = options(&env, policy, workers, 0);
+        opts.compaction_listener = Some(recorder.clone());
+        let db = Db::open("/db", opts).expect("open");
+        let model = load(&db, 2000, 2, 100);
+        db.compact_range(None, None).expect("compact");
+        assert!(dump(&db) == model.into_iter().collect::<Vec<_>>(), "{policy:?} x{workers}");
+        assert_eq!(db.stats().levels[0].files, 0, "{policy:?} x{workers}: L0 pushed down");
+        assert!(recorder.0.lock().expect("recorder lock").iter().any(|e| e.reason == PickReason::Manual));
+    }
+}
