@@ -86,6 +86,8 @@ pub struct Flags {
     pub value_threshold: Option<usize>,
     /// splitkv: value-log segment size.
     pub segment_size: Option<u64>,
+    /// Share of keys `deletefraction` deletes, in percent.
+    pub delete_percent: u8,
     /// splitkv: value-log GC policy (`oldest`, `greedy` or `costbenefit`; checked when parsed).
     pub gc_policy: Option<String>,
     /// splitkv: garbage fraction at which background GC cleans a segment.
@@ -174,6 +176,7 @@ impl Default for Flags {
             compression_type: None,
             value_threshold: None,
             segment_size: None,
+            delete_percent: 50,
             gc_policy: None,
             gc_threshold: None,
             space_budget: None,
@@ -249,7 +252,7 @@ pub const USAGE: &str = "\
 usage: splitkv-bench [--name=value ...]
   --benchmarks=LIST         comma-separated, run in order: fillseq fillbatch fillrandom overwrite
                             fillsync fill100K readrandom readmissing readhot readrandomsmall readseq
-                            readreverse seekrandom scanrandom deleterandom deleteseq compact gc stats
+                            readreverse seekrandom scanrandom deleterandom deleteseq deletefraction compact gc stats
                             ycsb_load ycsb_a ycsb_b ycsb_c ycsb_d ycsb_e ycsb_f
   --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
   --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
@@ -257,6 +260,7 @@ usage: splitkv-bench [--name=value ...]
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
+  --delete_percent=N (50, for deletefraction)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
   --gc_punch_holes=BOOL  --gc_rate_limit=N                                        (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
@@ -362,6 +366,10 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
             })
         }
         "segment_size" => flags.segment_size = Some(number("a size")?),
+        "delete_percent" => {
+            flags.delete_percent =
+                u8::try_from(number("a percentage")?).ok().filter(|p| *p <= 100).ok_or_else(|| bad("a percentage"))?
+        }
         "gc_policy" => {
             let name = text()?;
             splitkv::options::GcPolicyKind::parse(name).ok_or_else(|| bad("oldest, greedy or costbenefit"))?;

@@ -172,6 +172,7 @@ fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
             run(read_random)
         }
         "deleteseq" => run(delete_seq),
+        "deletefraction" => run(delete_fraction),
         "deleterandom" => run(delete_random),
         "compact" => run(compact),
         "gc" => run(collect_garbage),
@@ -322,6 +323,22 @@ fn scan_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
 
 fn delete_seq(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
     do_delete(ctx, thread, true)
+}
+
+/// Deletes `--delete_percent` of the keys `0..num`, spread evenly (key `k` goes when
+/// `k % 100 < percent`), so that after a sequential load every value-log segment holds that
+/// share of garbage: the setup of WiscKey's GC experiment (Figure 13).
+fn delete_fraction(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let percent = u64::from(ctx.flags.delete_percent);
+    let (start, end) = thread_share(ctx.workload.num, thread.index, ctx.flags.threads);
+    for k in (start..end).filter(|k| k % 100 < percent) {
+        ctx.engine.delete(key.set(k), ctx.workload.sync)?;
+        ctx.tracking.db_bench.set(k, 0);
+        thread.stats.add_user_bytes_written(key.len() as u64);
+        thread.stats.finished_single_op();
+    }
+    Ok(())
 }
 
 fn delete_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {

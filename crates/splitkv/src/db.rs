@@ -311,6 +311,7 @@ impl Db {
         if batch.is_empty() && !opts.sync {
             return Ok(());
         }
+        self.inner.wait_for_log_space();
         self.inner.submit(PendingWrite::new(batch, opts.sync, false, None))
     }
 
@@ -622,7 +623,29 @@ impl DbInner {
     }
 }
 
+/// Most value bytes one GC relocation batch carries: a victim's live records are rewritten in
+/// batches of this size so that foreground writes interleave with them.
+const RELOCATION_BATCH_BYTES: usize = 1 << 20;
+
 impl DbInner {
+    /// With a value-log space budget, holds a writer (before it joins the write queue, so GC's
+    /// own relocations can pass) while the log is over budget and GC can still shrink it.
+    fn wait_for_log_space(&self) {
+        if self.options.gc_space_budget.is_none() || !self.options.background_gc {
+            return;
+        }
+        let start = std::time::Instant::now();
+        let mut waited = false;
+        while !self.gc_stop.load(Ordering::Acquire) && self.gc.can_relieve_space(self) {
+            waited = true;
+            self.gc_wake.1.notify_all();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if waited {
+            Counters::add(&self.counters.stall_gc_micros, start.elapsed().as_micros() as u64);
+        }
+    }
+
     /// Bytes the database's files occupy on the medium (holes excluded).
     fn disk_bytes(&self) -> u64 {
         let fs = self.options.fs.as_ref();
@@ -655,7 +678,10 @@ impl DbInner {
                     Ok(None)
                 }
             });
+            let over_budget = self.gc.over_space_trigger_hard(self.as_ref());
             match run {
+                // Writers are waiting for space: no pacing.
+                Ok(Some(_)) if over_budget => {}
                 Ok(Some(outcome)) if self.options.gc_rate_limit > 0 => {
                     let secs = outcome.bytes_read as f64 / self.options.gc_rate_limit as f64;
                     let mut guard = self.gc_wake.0.lock();
@@ -699,13 +725,16 @@ impl GcHost for DbInner {
     }
 
     fn relocate(&self, records: Vec<ReplayedRecord>) -> Result<SequenceNumber> {
-        if !records.is_empty() {
-            let mut batch = WriteBatch::new();
-            let mut old = Vec::with_capacity(records.len());
-            for r in records {
-                batch.put(&r.key, &r.value);
-                old.push(r.pointer);
+        let mut batch = WriteBatch::new();
+        let mut old = Vec::new();
+        for r in records {
+            batch.put(&r.key, &r.value);
+            old.push(r.pointer);
+            if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
+                self.submit(PendingWrite::new(std::mem::take(&mut batch), true, false, Some(std::mem::take(&mut old))))?;
             }
+        }
+        if !batch.is_empty() {
             self.submit(PendingWrite::new(batch, true, false, Some(old)))?;
         }
         Ok(SequenceNumber(self.last_sequence.load(Ordering::Acquire)))

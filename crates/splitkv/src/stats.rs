@@ -27,6 +27,8 @@ pub struct Counters {
     pub stall_slowdown_micros: AtomicU64,
     /// Microseconds writers spent stopped (L0 stop trigger or memtable full while flushing).
     pub stall_stop_micros: AtomicU64,
+    /// Microseconds writers waited for value-log GC to bring the log under its space budget.
+    pub stall_gc_micros: AtomicU64,
     /// Point lookups served.
     pub gets: AtomicU64,
     /// Value-log reads made to resolve pointers.
@@ -91,6 +93,8 @@ pub struct Stats {
     pub stall_slowdown_micros: u64,
     /// Microseconds of stop stalls.
     pub stall_stop_micros: u64,
+    /// Microseconds writers waited for GC to free value-log space.
+    pub stall_gc_micros: u64,
     /// Point lookups.
     pub gets: u64,
     /// Value-log reads.
@@ -135,6 +139,7 @@ impl Stats {
         self.compactions = Counters::get(&c.compactions);
         self.stall_slowdown_micros = Counters::get(&c.stall_slowdown_micros);
         self.stall_stop_micros = Counters::get(&c.stall_stop_micros);
+        self.stall_gc_micros = Counters::get(&c.stall_gc_micros);
         self.gets = Counters::get(&c.gets);
         self.vlog_reads = Counters::get(&c.vlog_reads);
         self.tables_probed = Counters::get(&c.tables_probed);
@@ -198,12 +203,13 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "Flushes {}, compactions {} (read {:.1} MiB); stalls: slowdown {:.3} s, stop {:.3} s",
+            "Flushes {}, compactions {} (read {:.1} MiB); stalls: slowdown {:.3} s, stop {:.3} s, gc {:.3} s",
             self.flushes,
             self.compactions,
             self.compaction_bytes_read as f64 / MIB,
             self.stall_slowdown_micros as f64 / 1e6,
-            self.stall_stop_micros as f64 / 1e6
+            self.stall_stop_micros as f64 / 1e6,
+            self.stall_gc_micros as f64 / 1e6
         )?;
         writeln!(
             f,

@@ -201,7 +201,7 @@ impl Engine for SplitkvEngine {
         Some(WriteCounters {
             user_bytes: stats.user_bytes_written,
             engine_bytes: stats.engine_bytes_written(),
-            stall_micros: stats.stall_slowdown_micros + stats.stall_stop_micros,
+            stall_micros: stats.stall_slowdown_micros + stats.stall_stop_micros + stats.stall_gc_micros,
         })
     }
 

@@ -1,9 +1,17 @@
 //! [`FileSystem`] over the operating system.
 //!
 //! Writable files buffer appends in user space (64 KiB) so that many small appends become few
-//! `write(2)` calls; `sync` is `fdatasync` after the buffer is written. Readers use `pread`, so
-//! they need no lock and see bytes appended after they were opened. Directory locks use
-//! `flock(LOCK_EX | LOCK_NB)`, which is released when the process dies.
+//! `write(2)` calls; `sync` is `fdatasync` after the buffer is written. Readers map the file's
+//! bytes as of opening read-only into memory and copy from the map (no system call per read);
+//! bytes appended later are read with `pread`, so readers need no lock and see every byte
+//! appended after they were opened. Directory locks use `flock(LOCK_EX | LOCK_NB)`, which is
+//! released when the process dies.
+//!
+//! Maps are only taken of files this engine owns. Tables and sealed log segments never change;
+//! the one file that shrinks is a log segment whose torn tail recovery cuts off, and no read
+//! addresses bytes past the end the log knows for it (reads are bounded by that length, which
+//! recovery lowers before truncating), so no read touches a page beyond the end of a file. A file
+//! deleted while mapped stays readable until unmapped.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -69,10 +77,22 @@ impl WritableFile for OsWritableFile {
 
 struct OsRandomAccessFile {
     file: File,
+    /// The file's bytes as of opening, if it was non-empty and could be mapped.
+    map: Option<memmap2::Mmap>,
 }
 
 impl RandomAccessFile for OsRandomAccessFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        if let Some(map) = &self.map {
+            let mapped = usize::try_from(offset)
+                .ok()
+                .and_then(|start| Some(start..start.checked_add(buf.len())?))
+                .and_then(|range| map.get(range));
+            if let Some(bytes) = mapped {
+                buf.copy_from_slice(bytes);
+                return Ok(());
+            }
+        }
         self.file.read_exact_at(buf, offset)?;
         Ok(())
     }
@@ -82,6 +102,15 @@ impl RandomAccessFile for OsRandomAccessFile {
     }
 
     fn advise(&self, pattern: AccessPattern) {
+        if let Some(map) = &self.map {
+            let advice = match pattern {
+                AccessPattern::Normal => memmap2::Advice::Normal,
+                AccessPattern::Sequential => memmap2::Advice::Sequential,
+                AccessPattern::Random => memmap2::Advice::Random,
+            };
+            // A hint only.
+            let _ = map.advise(advice);
+        }
         let advice = match pattern {
             AccessPattern::Normal => libc::POSIX_FADV_NORMAL,
             AccessPattern::Sequential => libc::POSIX_FADV_SEQUENTIAL,
@@ -115,7 +144,18 @@ impl FileSystem for OsFileSystem {
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        Ok(Arc::new(OsRandomAccessFile { file: File::open(path)? }))
+        let file = File::open(path)?;
+        let map = if file.metadata()?.len() > 0 {
+            #[allow(unsafe_code)]
+            // SAFETY: the map is read-only and private to this handle, and the engine never
+            // reads mapped bytes past a file's current end (see the module header), so no read
+            // faults on a page that is no longer backed by the file. A failed map falls back to
+            // `pread`.
+            unsafe { memmap2::Mmap::map(&file) }.ok()
+        } else {
+            None
+        };
+        Ok(Arc::new(OsRandomAccessFile { file, map }))
     }
 
     fn exists(&self, path: &Path) -> bool {

@@ -160,21 +160,30 @@ impl Memtable {
 
     /// A cursor over all entries; it keeps the memtable alive.
     pub fn iter(self: &Arc<Self>) -> MemtableIterator {
-        MemtableIterator { table: Arc::clone(self), current: None }
+        MemtableIterator { current: None, table: Arc::clone(self) }
     }
 }
 
+type MemEntry = crossbeam_skiplist::map::Entry<'static, MemKey, Bytes>;
+
 /// Bidirectional cursor over a memtable.
 ///
-/// It holds a copy of the current entry and re-seeks from it on every step, which keeps it free
-/// of borrowed skiplist entries (so it can be owned and sent) at the price of a `O(log n)` step.
+/// It holds the skiplist entry it is on and steps from it, so `next`/`prev` cost one link
+/// instead of a search from the top.
 pub struct MemtableIterator {
+    // Field order matters: `current` borrows the skiplist inside `table` and is dropped first.
+    current: Option<MemEntry>,
     table: Arc<Memtable>,
-    current: Option<(MemKey, Bytes)>,
 }
 
-fn owned(entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, Bytes>>) -> Option<(MemKey, Bytes)> {
-    entry.map(|e| (e.key().clone(), e.value().clone()))
+impl MemtableIterator {
+    fn pin(entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, Bytes>>) -> Option<MemEntry> {
+        #[allow(unsafe_code)]
+        // SAFETY: the entry borrows the skiplist owned by `self.table`, an `Arc` this iterator
+        // holds for as long as it holds the entry (and drops after it, by field order); the
+        // skiplist never moves inside its `Arc`. Only the lifetime parameter changes.
+        entry.map(|e| unsafe { std::mem::transmute::<crossbeam_skiplist::map::Entry<'_, MemKey, Bytes>, MemEntry>(e) })
+    }
 }
 
 impl InternalIterator for MemtableIterator {
@@ -183,41 +192,37 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn seek_to_first(&mut self) -> crate::Result<()> {
-        self.current = owned(self.table.map.front());
+        self.current = Self::pin(self.table.map.front());
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> crate::Result<()> {
-        self.current = owned(self.table.map.back());
+        self.current = Self::pin(self.table.map.back());
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
         let target = MemKey::from_encoded(target);
-        self.current = owned(self.table.map.lower_bound(Bound::Included(&target)));
+        self.current = Self::pin(self.table.map.lower_bound(Bound::Included(&target)));
         Ok(())
     }
 
     fn next(&mut self) -> crate::Result<()> {
-        if let Some((key, _)) = self.current.take() {
-            self.current = owned(self.table.map.lower_bound(Bound::Excluded(&key)));
-        }
+        self.current = self.current.take().and_then(|e| e.next());
         Ok(())
     }
 
     fn prev(&mut self) -> crate::Result<()> {
-        if let Some((key, _)) = self.current.take() {
-            self.current = owned(self.table.map.upper_bound(Bound::Excluded(&key)));
-        }
+        self.current = self.current.take().and_then(|e| e.prev());
         Ok(())
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map(|(k, _)| k.as_bytes()).unwrap_or_default()
+        self.current.as_ref().map(|e| e.key().as_bytes()).unwrap_or_default()
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map(|(_, v)| v.as_ref()).unwrap_or_default()
+        self.current.as_ref().map(|e| e.value().as_ref()).unwrap_or_default()
     }
 }
 

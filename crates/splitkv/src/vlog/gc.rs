@@ -126,6 +126,9 @@ pub struct GcTotals {
 }
 
 struct CollectorState {
+    /// False once a run copied back almost everything it read: cleaning more would only move
+    /// live data around, so writers must not wait for it.
+    effective: bool,
     /// Cleaned victims waiting for older readers to finish, with the relocation's sequence.
     pending_release: Vec<(SegmentId, SequenceNumber)>,
     /// Garbage bytes a segment had when its holes were last punched.
@@ -150,6 +153,7 @@ impl GarbageCollector {
             policy,
             settings,
             state: Mutex::new(CollectorState {
+                effective: true,
                 pending_release: Vec::new(),
                 punched_at: HashMap::new(),
                 totals: GcTotals::default(),
@@ -166,6 +170,19 @@ impl GarbageCollector {
     /// Segments cleaned but not yet deleted because an older reader is still open.
     pub fn pending_releases(&self) -> Vec<SegmentId> {
         self.state.lock().pending_release.iter().map(|(id, _)| *id).collect()
+    }
+
+    /// True if the value log exceeds the space budget and GC can still shrink it: there is a
+    /// victim, and the last run freed a meaningful part of what it read.
+    pub fn can_relieve_space(&self, host: &dyn GcHost) -> bool {
+        self.over_space_trigger_hard(host)
+            && self.state.lock().effective
+            && self.pick(host, true).is_ok_and(|victim| victim.is_some())
+    }
+
+    /// True if the value log is over the whole space budget.
+    pub fn over_space_trigger_hard(&self, host: &dyn GcHost) -> bool {
+        self.settings.space_budget.is_some_and(|b| host.log_bytes() > b)
     }
 
     /// True if a background run is due: a segment over the garbage ratio, the space trigger
@@ -260,6 +277,7 @@ impl GarbageCollector {
         let seq = host.relocate(scan.live)?;
         {
             let mut state = self.state.lock();
+            state.effective = outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
             state.pending_release.push((victim.id, seq));
             state.totals.runs += 1;
             state.totals.bytes_read += outcome.bytes_read;

@@ -197,11 +197,30 @@ impl ValueLog {
             if len == SEGMENT_HEADER_LEN || len + batch_len <= self.opts.segment_size {
                 return Ok(());
             }
+            let sealed = Arc::clone(&active.segment);
             w.seal(self.opts.buffer_size, &self.bytes_written)?;
+            self.reopen_sealed(&sealed);
         }
         let segment = w.start_segment(self.fs.as_ref(), &self.dir, &self.bytes_written)?;
         self.segments.write().insert(segment.id, segment);
         Ok(())
+    }
+
+    /// Swaps a just-sealed segment's reader for a fresh one: the file will not change again, so
+    /// the file system may serve reads from a memory map of its final length. Failure only
+    /// keeps the old reader.
+    fn reopen_sealed(&self, sealed: &Segment) {
+        if let Ok(file) = self.fs.open(&sealed.path) {
+            file.advise(AccessPattern::Random);
+            let fresh = Segment {
+                id: sealed.id,
+                path: sealed.path.clone(),
+                file,
+                len: AtomicU64::new(sealed.readable_len()),
+                active: AtomicBool::new(false),
+            };
+            self.segments.write().insert(sealed.id, Arc::new(fresh));
+        }
     }
 
     /// Hands buffered appends to the OS and makes the active segment durable.

@@ -110,11 +110,12 @@ impl ValueLog {
             if !is_last {
                 return Err(Error::corruption(&segment.path, offset, format!("{reason} in a sealed segment")));
             }
+            // Readers are bounded by `len`; lower it before the file shrinks under a mapped reader.
+            segment.len.store(batch_start, Ordering::Release);
             self.fs.truncate(&segment.path, batch_start)?;
             // The next append opens a newer segment; if the cut were lost in a later crash,
             // the torn record would sit in a sealed segment and read as corruption.
             self.fs.open_append(&segment.path)?.sync()?;
-            segment.len.store(batch_start, Ordering::Release);
         }
         Ok(batch_start)
     }
