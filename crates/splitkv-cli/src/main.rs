@@ -4,7 +4,7 @@
 //! Commands that change nothing on disk (`info`, `verify` of files, `dump`) read files directly
 //! instead of opening the database, so they neither replay the value log nor start background
 //! work. Exit codes: 0 success; 1 key not found (`get`) or problems found (`verify`); 2 usage
-//! error or command not available in this version; 3 any other error (locked database, I/O,
+//! error or a path without a database; 3 any other error (locked database, I/O,
 //! corruption met while serving the command).
 
 /// `println!` that ends the process quietly when stdout is closed early (`splitkv dump ... |

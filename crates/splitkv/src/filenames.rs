@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::Result;
+use crate::fs::FileSystem;
 use crate::types::{FileNumber, SegmentId};
 
 /// What a file in the database directory is.
@@ -80,6 +82,20 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
         return n.parse().ok().map(|n| FileKind::Segment(SegmentId(n)));
     }
     None
+}
+
+/// Ids of the value-log segment files in `dir`, ascending.
+pub fn list_segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<SegmentId>> {
+    let mut ids: Vec<SegmentId> = fs
+        .list(dir)?
+        .iter()
+        .filter_map(|name| match parse_file_name(name) {
+            Some(FileKind::Segment(id)) => Some(id),
+            _ => None,
+        })
+        .collect();
+    ids.sort_unstable();
+    Ok(ids)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use splitkv::filenames::{manifest_file, parse_file_name, segment_file, FileKind};
+use splitkv::filenames::{manifest_file, segment_file};
 use splitkv::types::{compare_internal_keys, InternalKey, SegmentId};
 use splitkv::version::VersionSet;
 use splitkv::vlog::{scan_segment, SEGMENT_HEADER_LEN};
@@ -57,15 +57,7 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
         levels.push((level, files.len(), version.level_bytes(level), smallest.cloned(), largest.cloned()));
     }
 
-    let mut segment_ids: Vec<SegmentId> = fs
-        .list(dir)?
-        .iter()
-        .filter_map(|name| match parse_file_name(name) {
-            Some(FileKind::Segment(id)) => Some(id),
-            _ => None,
-        })
-        .collect();
-    segment_ids.sort_unstable();
+    let segment_ids = splitkv::filenames::list_segments(fs.as_ref(), dir)?;
     let mut segments = Vec::new();
     for &id in &segment_ids {
         let path = segment_file(dir, id);

@@ -70,8 +70,6 @@ pub enum CliError {
     Db(Error),
     /// Bad input on the command line. Exit code 2.
     Usage(String),
-    /// The command exists in the interface but not in this version. Exit code 2.
-    Unavailable(String),
 }
 
 impl CliError {
@@ -79,7 +77,7 @@ impl CliError {
     pub fn exit(&self) -> ExitCode {
         match self {
             CliError::Db(_) => ExitCode::from(3),
-            CliError::Usage(_) | CliError::Unavailable(_) => ExitCode::from(2),
+            CliError::Usage(_) => ExitCode::from(2),
         }
     }
 }
@@ -107,7 +105,6 @@ impl fmt::Display for CliError {
             ),
             CliError::Db(e) => write!(f, "{e}"),
             CliError::Usage(m) => write!(f, "{m}"),
-            CliError::Unavailable(m) => write!(f, "{m}"),
         }
     }
 }

@@ -44,7 +44,7 @@ use segment::{read_segment_header, Segment};
 use writer::Writer;
 
 use crate::error::{Error, Result};
-use crate::filenames::{parse_file_name, segment_file, FileKind};
+use crate::filenames::{list_segments, segment_file};
 use crate::fs::{AccessPattern, FileSystem};
 use crate::types::{LogPosition, SegmentId, SequenceNumber, ValuePointer};
 
@@ -112,15 +112,7 @@ impl ValueLog {
             )));
         }
         fs.create_dir_all(dir)?;
-        let mut ids: Vec<SegmentId> = fs
-            .list(dir)?
-            .iter()
-            .filter_map(|name| match parse_file_name(name) {
-                Some(FileKind::Segment(id)) => Some(id),
-                _ => None,
-            })
-            .collect();
-        ids.sort_unstable();
+        let ids = list_segments(fs.as_ref(), dir)?;
         let mut segments = HashMap::with_capacity(ids.len());
         for (i, &id) in ids.iter().enumerate() {
             let path = segment_file(dir, id);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::*;
-use crate::fs::{FileLock, OsFileSystem, RandomAccessFile, WritableFile};
+use crate::fs::{FaultInjectingFileSystem, FaultKind, OsFileSystem};
 
 fn os() -> Arc<dyn FileSystem> {
     OsFileSystem::shared()
@@ -488,90 +488,17 @@ fn concurrent_readers_see_every_published_pointer_while_the_writer_appends() {
     assert!(log.segments().len() > 5);
 }
 
-/// Delegates to the OS file system but fails `sync` on files it created once `fail` is set.
-struct FailingSyncFs {
-    inner: OsFileSystem,
-    fail: Arc<AtomicBool>,
-}
-
-struct FailingSyncFile {
-    inner: Box<dyn WritableFile>,
-    fail: Arc<AtomicBool>,
-}
-
-impl WritableFile for FailingSyncFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.inner.append(data)
-    }
-    fn flush(&mut self) -> Result<()> {
-        self.inner.flush()
-    }
-    fn sync(&mut self) -> Result<()> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(std::io::Error::other("injected fsync failure").into());
-        }
-        self.inner.sync()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-}
-
-impl FileSystem for FailingSyncFs {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        Ok(Box::new(FailingSyncFile { inner: self.inner.create(path)?, fail: self.fail.clone() }))
-    }
-    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        Ok(Box::new(FailingSyncFile { inner: self.inner.open_append(path)?, fail: self.fail.clone() }))
-    }
-    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn remove_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.remove_dir(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
-        self.inner.truncate(path, len)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-}
-
 #[test]
 fn a_failed_fsync_poisons_appends_and_syncs_but_not_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let fail = Arc::new(AtomicBool::new(false));
-    let fs: Arc<dyn FileSystem> = Arc::new(FailingSyncFs { inner: OsFileSystem, fail: fail.clone() });
-    let log = ValueLog::open(fs, dir.path(), opts(1 << 20, 1 << 16)).unwrap();
+    let faults = FaultInjectingFileSystem::new(os());
+    let log = ValueLog::open(Arc::new(faults.clone()), dir.path(), opts(1 << 20, 1 << 16)).unwrap();
     let synced = append(&log, &[put(1, "a", b"durable")]);
     log.sync().unwrap();
     let buffered = append(&log, &[put(2, "b", b"pending")]);
 
-    fail.store(true, Ordering::SeqCst);
+    faults.inject(FaultKind::Sync);
     assert!(matches!(log.sync(), Err(Error::Io(_))));
-    fail.store(false, Ordering::SeqCst);
 
     assert!(matches!(log.sync(), Err(Error::Poisoned(_))));
     assert!(matches!(log.flush_buffer(), Err(Error::Poisoned(_))));
@@ -584,14 +511,12 @@ fn a_failed_fsync_poisons_appends_and_syncs_but_not_reads() {
 #[test]
 fn a_failed_rotation_poisons_the_log() {
     let dir = tempfile::tempdir().unwrap();
-    let fail = Arc::new(AtomicBool::new(false));
-    let fs: Arc<dyn FileSystem> = Arc::new(FailingSyncFs { inner: OsFileSystem, fail: fail.clone() });
-    let log = ValueLog::open(fs, dir.path(), opts(200, 1 << 16)).unwrap();
+    let faults = FaultInjectingFileSystem::new(os());
+    let log = ValueLog::open(Arc::new(faults.clone()), dir.path(), opts(200, 1 << 16)).unwrap();
     append(&log, &numbered_batch(1, 1, 100));
-    fail.store(true, Ordering::SeqCst);
+    faults.inject(FaultKind::Sync);
     let refs = [RecordRef::put(SequenceNumber(2), b"k", &[0; 100])];
     assert!(log.append_batch(&refs).is_err());
-    fail.store(false, Ordering::SeqCst);
     assert!(matches!(log.append_batch(&refs), Err(Error::Poisoned(_))));
 }
 
