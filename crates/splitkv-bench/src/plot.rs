@@ -60,12 +60,13 @@ mod svg {
     const MAX_NINES: f64 = 4.0;
 
     /// Writes the benchmark's charts into `dir` (created if missing) and returns their paths. A
-    /// series with no points gets no chart rather than an empty frame.
+    /// series with nothing to show gets no chart rather than an empty frame: `compact` and `gc`
+    /// finish no operations, so they have no throughput or latency, only levels.
     pub fn render(dir: &Path, series: &BenchmarkSeries<'_>) -> BenchResult<Vec<PathBuf>> {
         std::fs::create_dir_all(dir)?;
         let stem = format!("{}-{}", series.name, series.ordinal);
         let mut written = Vec::new();
-        if !series.throughput.is_empty() {
+        if series.throughput.iter().any(|&(_, ops_per_sec)| ops_per_sec > 0.0) {
             let path = dir.join(format!("{stem}-throughput.svg"));
             throughput_chart(&path, series)?;
             written.push(path);
@@ -105,11 +106,18 @@ mod svg {
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("{}: throughput per 100 ms", series.name), ("sans-serif", 20))
             .margin(12)
+            // Room for the last x tick label (`p99.99`), which is centred on the right edge.
+            .margin_right(40)
             .x_label_area_size(40)
             .y_label_area_size(80)
             .build_cartesian_2d(0.0..upper_bound(x_max), 0.0..upper_bound(y_max))
             .map_err(text_error)?;
-        chart.configure_mesh().x_desc("seconds").y_desc("ops/s").draw().map_err(text_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc("ops/s")
+            .y_label_formatter(&|ops| format!("{ops:.0}"))
+            .draw().map_err(text_error)?;
         chart.draw_series(LineSeries::new(series.throughput.iter().copied(), &BLUE)).map_err(text_error)?;
         root.present().map_err(text_error)?;
         Ok(())
@@ -140,6 +148,8 @@ mod svg {
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("{}: latency by percentile", series.name), ("sans-serif", 20))
             .margin(12)
+            // Room for the last x tick label (`p99.99`), which is centred on the right edge.
+            .margin_right(40)
             .x_label_area_size(40)
             .y_label_area_size(80)
             .build_cartesian_2d(0.0..MAX_NINES, y_range.log_scale())
@@ -150,6 +160,7 @@ mod svg {
             .x_label_formatter(&percentile_label)
             .x_desc("percentile")
             .y_desc("latency (us, log scale)")
+            .y_label_formatter(&|micros| if *micros >= 1.0 { format!("{micros:.0}") } else { format!("{micros:.3}") })
             .draw()
             .map_err(text_error)?;
         chart.draw_series(LineSeries::new(points, &RED)).map_err(text_error)?;
@@ -168,11 +179,18 @@ mod svg {
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("{}: SSTables per level", series.name), ("sans-serif", 20))
             .margin(12)
+            // Room for the last x tick label (`p99.99`), which is centred on the right edge.
+            .margin_right(40)
             .x_label_area_size(40)
             .y_label_area_size(60)
             .build_cartesian_2d(0.0..upper_bound(x_max), 0.0..upper_bound(y_max as f64))
             .map_err(text_error)?;
-        chart.configure_mesh().x_desc("seconds").y_desc("files").draw().map_err(text_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds")
+            .y_desc("files")
+            .y_label_formatter(&|files| format!("{files:.0}"))
+            .draw().map_err(text_error)?;
         for level in 0..level_count {
             // Levels that never held a file would only stack flat lines on the axis.
             if series.levels.iter().all(|s| s.files.get(level).copied().unwrap_or(0) == 0) {
@@ -188,6 +206,8 @@ mod svg {
         }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(("sans-serif", 14))
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
@@ -225,12 +245,16 @@ mod svg {
             }
             let levels_svg = std::fs::read_to_string(&written[2]).unwrap();
             // Levels 0 and 1 held files and get legend entries; level 2 stayed empty and is left out.
-            assert!(levels_svg.contains(">L0<") && levels_svg.contains(">L1<") && !levels_svg.contains(">L2<"));
+            let has_text = |label: &str| levels_svg.lines().any(|line| line.trim() == label);
+            assert!(has_text("L0") && has_text("L1") && !has_text("L2"));
         }
 
         #[test]
         fn empty_series_get_no_chart() {
             let dir = tempfile::tempdir().unwrap();
+            let idle = [(0.1, 0.0), (0.2, 0.0)];
+            let series = BenchmarkSeries { name: "compact", ordinal: 1, throughput: &idle, latency_cdf: &[], levels: &[] };
+            assert_eq!(render(dir.path(), &series).unwrap(), Vec::<std::path::PathBuf>::new());
             let throughput = [(0.1, 5.0)];
             let series = BenchmarkSeries { name: "compact", ordinal: 1, throughput: &throughput, latency_cdf: &[], levels: &[] };
             let written = render(dir.path(), &series).unwrap();

@@ -13,7 +13,7 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// Width of the benchmark-name column, as in the result lines.
 const NAME_WIDTH: usize = 12;
@@ -38,16 +38,20 @@ impl Progress {
         let (bar, template) = match expected_ops {
             Some(total) => (
                 ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr()),
-                "{prefix} [{bar:30}] {human_pos}/{human_len} ops {per_sec:>14} ETA {eta} {msg}",
+                "{prefix} [{bar:30}] {human_pos}/{human_len} ops {rate} ETA {eta} {msg}",
             ),
             None => (
                 ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
-                "{prefix} {spinner} {human_pos} ops {per_sec:>14} {elapsed} {msg}",
+                "{prefix} {spinner} {elapsed} {msg}",
             ),
         };
         // The templates are constants; falling back to the plain style only guards a typo.
         let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
-        bar.set_style(style.progress_chars("=> "));
+        // indicatif's own `per_sec` prints four decimals; whole operations per second read better.
+        let rate = |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+            let _ = write!(out, "{:>10.0} ops/s", state.per_sec());
+        };
+        bar.set_style(style.progress_chars("=> ").with_key("rate", rate));
         bar.set_prefix(format!("{name:<NAME_WIDTH$}"));
         if expected_ops.is_none() {
             // A spinner over one long call (compact) would otherwise never move.
