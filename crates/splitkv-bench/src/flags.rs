@@ -498,8 +498,9 @@ mod tests {
 
     #[test]
     fn gc_flags_parse_and_reject_nonsense() {
-        let f = parse(["--gc_policy=costbenefit", "--gc_threshold=0.25", "--space_budget=1000", "--background_gc=false"])
-            .unwrap();
+        let f =
+            parse(["--gc_policy=costbenefit", "--gc_threshold=0.25", "--space_budget=1000", "--background_gc=false"])
+                .unwrap();
         assert_eq!(f.gc_policy.as_deref(), Some("costbenefit"));
         assert_eq!(f.gc_threshold, Some(0.25));
         assert_eq!(f.space_budget, Some(1000));

@@ -720,7 +720,8 @@ impl<'f> Runner<'f> {
     fn plot(&self, name: &str, ordinal: usize, stats: &OpStats, levels: &[stats_dump::LevelSample]) -> BenchResult<()> {
         let Some(dir) = &self.flags.plot else { return Ok(()) };
         let (throughput, latency_cdf) = (stats.throughput_series(), stats.latency_cdf());
-        let series = plot::BenchmarkSeries { name, ordinal, throughput: &throughput, latency_cdf: &latency_cdf, levels };
+        let series =
+            plot::BenchmarkSeries { name, ordinal, throughput: &throughput, latency_cdf: &latency_cdf, levels };
         plot::render(dir, &series)?;
         Ok(())
     }
@@ -728,7 +729,13 @@ impl<'f> Runner<'f> {
     /// Without the `plot` feature `--plot` is refused before anything runs, so there is nothing
     /// to draw.
     #[cfg(not(feature = "plot"))]
-    fn plot(&self, _name: &str, _ordinal: usize, _stats: &OpStats, _levels: &[stats_dump::LevelSample]) -> BenchResult<()> {
+    fn plot(
+        &self,
+        _name: &str,
+        _ordinal: usize,
+        _stats: &OpStats,
+        _levels: &[stats_dump::LevelSample],
+    ) -> BenchResult<()> {
         Ok(())
     }
 
@@ -880,6 +887,42 @@ mod tests {
         assert!(written["after_close"]["space_amplification"].as_f64().is_some_and(|a| a > 0.0), "{written}");
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_file(&json);
+    }
+
+    #[cfg(feature = "plot")]
+    #[test]
+    fn plot_flag_writes_charts_per_benchmark() {
+        let dir = tempfile::tempdir().unwrap();
+        let charts = dir.path().join("charts");
+        let flags = flags::parse([
+            format!("--db={}", dir.path().join("db").display()),
+            format!("--plot={}", charts.display()),
+            "--benchmarks=fillseq,readrandom".to_owned(),
+            "--num=2000".to_owned(),
+        ])
+        .unwrap();
+        Runner::new(&flags).run().unwrap();
+        for name in
+            ["fillseq-1-throughput", "fillseq-1-latency-cdf", "readrandom-2-throughput", "readrandom-2-latency-cdf"]
+        {
+            let svg = std::fs::read_to_string(charts.join(format!("{name}.svg"))).unwrap_or_default();
+            assert!(svg.contains("<svg") && svg.contains("<polyline"), "{name}");
+        }
+    }
+
+    #[test]
+    fn progress_bars_expect_each_benchmarks_operation_count() {
+        let flags = flags::parse(["--num=1000", "--reads=300", "--ycsb_records=50", "--ycsb_ops=70"]).unwrap();
+        let w = Workload { num: 1000, reads: 300, value_size: 100, entries_per_batch: 1, sync: false };
+        assert_eq!(expected_ops("fillrandom", &w, 2, &flags), Some(2000));
+        assert_eq!(expected_ops("overwrite", &w, 1, &flags), Some(1000));
+        assert_eq!(expected_ops("deleteseq", &w, 1, &flags), Some(1000));
+        assert_eq!(expected_ops("readrandom", &w, 3, &flags), Some(900));
+        assert_eq!(expected_ops("readseq", &Workload { reads: 5000, ..w }, 1, &flags), Some(1000));
+        assert_eq!(expected_ops("deletefraction", &w, 4, &flags), Some(500));
+        assert_eq!(expected_ops("ycsb_load", &w, 2, &flags), Some(50));
+        assert_eq!(expected_ops("ycsb_a", &w, 2, &flags), Some(70));
+        assert_eq!(expected_ops("compact", &w, 1, &flags), None);
     }
 
     #[test]

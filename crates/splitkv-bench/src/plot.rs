@@ -117,7 +117,8 @@ mod svg {
             .x_desc("seconds")
             .y_desc("ops/s")
             .y_label_formatter(&|ops| format!("{ops:.0}"))
-            .draw().map_err(text_error)?;
+            .draw()
+            .map_err(text_error)?;
         chart.draw_series(LineSeries::new(series.throughput.iter().copied(), &BLUE)).map_err(text_error)?;
         root.present().map_err(text_error)?;
         Ok(())
@@ -141,7 +142,8 @@ mod svg {
         root.fill(&WHITE).map_err(text_error)?;
         // A log axis needs a positive floor; sub-nanosecond latencies do not occur in practice.
         let floor = 0.001;
-        let points: Vec<(f64, f64)> = series.latency_cdf.iter().map(|&(p, micros)| (nines(p), micros.max(floor))).collect();
+        let points: Vec<(f64, f64)> =
+            series.latency_cdf.iter().map(|&(p, micros)| (nines(p), micros.max(floor))).collect();
         let y_min = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
         let y_max = points.iter().map(|p| p.1).fold(floor, f64::max);
         let y_range = (y_min * 0.8)..(y_max * 1.25).max(y_min * 2.0);
@@ -190,7 +192,8 @@ mod svg {
             .x_desc("seconds")
             .y_desc("files")
             .y_label_formatter(&|files| format!("{files:.0}"))
-            .draw().map_err(text_error)?;
+            .draw()
+            .map_err(text_error)?;
         for level in 0..level_count {
             // Levels that never held a file would only stack flat lines on the axis.
             if series.levels.iter().all(|s| s.files.get(level).copied().unwrap_or(0) == 0) {
@@ -229,17 +232,30 @@ mod svg {
         fn renders_every_chart_from_synthetic_series() {
             let dir = tempfile::tempdir().unwrap();
             let out = dir.path().join("charts");
-            let throughput: Vec<(f64, f64)> = (1..=30).map(|i| (f64::from(i) * 0.1, 1000.0 + f64::from(i % 7) * 50.0)).collect();
-            let latency_cdf: Vec<(f64, f64)> =
-                [0.0, 50.0, 90.0, 99.0, 99.9, 99.99].iter().zip([1.0, 2.0, 5.0, 40.0, 900.0, 20_000.0]).map(|(p, l)| (*p, l)).collect();
-            let levels: Vec<LevelSample> =
-                (0..20).map(|i| LevelSample { t_ms: 1000 + i * 100, files: vec![(i % 4) as usize, i as usize / 3, 0] }).collect();
-            let series =
-                BenchmarkSeries { name: "fillrandom", ordinal: 3, throughput: &throughput, latency_cdf: &latency_cdf, levels: &levels };
+            let throughput: Vec<(f64, f64)> =
+                (1..=30).map(|i| (f64::from(i) * 0.1, 1000.0 + f64::from(i % 7) * 50.0)).collect();
+            let latency_cdf: Vec<(f64, f64)> = [0.0, 50.0, 90.0, 99.0, 99.9, 99.99]
+                .iter()
+                .zip([1.0, 2.0, 5.0, 40.0, 900.0, 20_000.0])
+                .map(|(p, l)| (*p, l))
+                .collect();
+            let levels: Vec<LevelSample> = (0..20)
+                .map(|i| LevelSample { t_ms: 1000 + i * 100, files: vec![(i % 4) as usize, i as usize / 3, 0] })
+                .collect();
+            let series = BenchmarkSeries {
+                name: "fillrandom",
+                ordinal: 3,
+                throughput: &throughput,
+                latency_cdf: &latency_cdf,
+                levels: &levels,
+            };
             let written = render(&out, &series).unwrap();
             let names: Vec<String> =
                 written.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
-            assert_eq!(names, ["fillrandom-3-throughput.svg", "fillrandom-3-latency-cdf.svg", "fillrandom-3-levels.svg"]);
+            assert_eq!(
+                names,
+                ["fillrandom-3-throughput.svg", "fillrandom-3-latency-cdf.svg", "fillrandom-3-levels.svg"]
+            );
             for path in &written {
                 assert!(svg_has_a_line(path), "{}", path.display());
             }
@@ -253,10 +269,12 @@ mod svg {
         fn empty_series_get_no_chart() {
             let dir = tempfile::tempdir().unwrap();
             let idle = [(0.1, 0.0), (0.2, 0.0)];
-            let series = BenchmarkSeries { name: "compact", ordinal: 1, throughput: &idle, latency_cdf: &[], levels: &[] };
+            let series =
+                BenchmarkSeries { name: "compact", ordinal: 1, throughput: &idle, latency_cdf: &[], levels: &[] };
             assert_eq!(render(dir.path(), &series).unwrap(), Vec::<std::path::PathBuf>::new());
             let throughput = [(0.1, 5.0)];
-            let series = BenchmarkSeries { name: "compact", ordinal: 1, throughput: &throughput, latency_cdf: &[], levels: &[] };
+            let series =
+                BenchmarkSeries { name: "compact", ordinal: 1, throughput: &throughput, latency_cdf: &[], levels: &[] };
             let written = render(dir.path(), &series).unwrap();
             assert_eq!(written, [dir.path().join("compact-1-throughput.svg")]);
             assert!(svg_has_a_line(&written[0]));

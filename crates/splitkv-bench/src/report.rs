@@ -4,7 +4,9 @@
 //! [`OpStats`] is one thread's record of a benchmark (LevelDB's `Stats`): operations done, bytes
 //! moved, user bytes written, an optional message such as `(864322 of 1000000 found)`, and the
 //! time between consecutive finished operations in an HDR histogram (always kept, for the latency
-//! percentiles; printed only with `--histogram`). Threads keep their own
+//! percentiles; printed only with `--histogram`), and operations per 100 ms interval (for
+//! `--plot`'s throughput chart; a clock comparison per op, so it is always kept too). It also
+//! feeds the benchmark's progress bar, in batches. Threads keep their own
 //! `OpStats` and merge them afterwards, so nothing is shared while timing. Merged figures follow
 //! db_bench: micros/op is the sum of per-thread elapsed time over all operations; MB/s uses the
 //! wall time from the first start to the last finish.
@@ -584,6 +586,44 @@ mod tests {
         let json = serde_json::to_value(&m).unwrap();
         assert_eq!(json["latency_micros"]["p99_9"], serde_json::json!(l.p99_9));
         assert!(json["space_amplification"].is_null());
+    }
+
+    #[test]
+    fn throughput_intervals_count_every_op_once_even_after_merging() {
+        let mut a = OpStats::start(false, Progress::hidden());
+        let mut b = OpStats::start(false, Progress::hidden());
+        for _ in 0..7 {
+            a.finished_single_op();
+        }
+        // An idle gap longer than one interval must show as an interval of zero ops.
+        std::thread::sleep(THROUGHPUT_INTERVAL * 2);
+        a.finished_single_op();
+        b.finished_single_op();
+        a.stop();
+        b.stop();
+        assert_eq!(a.interval_ops.iter().sum::<u64>(), 8);
+        assert!(a.interval_ops.len() >= 3 && a.interval_ops.contains(&0), "{:?}", a.interval_ops);
+        a.merge(&b);
+        assert_eq!(a.interval_ops.iter().sum::<u64>(), 9);
+        let series = a.throughput_series();
+        assert!(!series.is_empty());
+        assert!(series.windows(2).all(|w| w[0].0 < w[1].0), "time moves forward: {series:?}");
+        assert!(series.iter().any(|&(_, rate)| rate > 0.0));
+    }
+
+    #[test]
+    fn latency_cdf_runs_from_p0_to_p99_99_and_never_decreases() {
+        let stats = OpStats::start(false, Progress::hidden());
+        assert!(stats.latency_cdf().is_empty(), "no operations, no distribution");
+        let mut stats = OpStats::start(false, Progress::hidden());
+        for _ in 0..50 {
+            stats.finished_single_op();
+        }
+        stats.stop();
+        let cdf = stats.latency_cdf();
+        assert_eq!(cdf.first().map(|p| p.0), Some(0.0));
+        assert!(cdf.last().is_some_and(|p| (p.0 - 99.99).abs() < 1e-9), "{:?}", cdf.last());
+        assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
     }
 
     #[test]
