@@ -138,8 +138,10 @@ pub struct Flags {
     pub max_background_compactions: Option<usize>,
     /// Write a JSON-lines time series and compaction log here (`--stats_dump=FILE`).
     pub stats_dump: Option<PathBuf>,
-    /// Sampling period of `--stats_dump` (`--stats_interval_ms`).
+    /// Sampling period of `--stats_dump` and of `--plot`'s level chart (`--stats_interval_ms`).
     pub stats_interval_ms: u64,
+    /// Render SVG charts of each benchmark into this directory (`--plot=DIR`, `plot` feature).
+    pub plot: Option<PathBuf>,
 }
 
 /// Compaction policy requested with `--compaction_policy`.
@@ -203,6 +205,7 @@ impl Default for Flags {
             max_background_compactions: None,
             stats_dump: None,
             stats_interval_ms: 100,
+            plot: None,
         }
     }
 }
@@ -270,7 +273,8 @@ usage: splitkv-bench [--name=value ...]
 
   --compaction_policy=score|timeslice  --time_slice_ms=N (1000)  --dynamic_slice=BOOL
   --slice_drain_percent=N  --max_background_compactions=N
-  --stats_dump=FILE (JSON lines: level samples + compaction log)  --stats_interval_ms=N (100)";
+  --stats_dump=FILE (JSON lines: level samples + compaction log)  --stats_interval_ms=N (100)
+  --plot=DIR (SVG charts per benchmark: throughput, latency CDF, levels; needs --features plot)";
 
 fn split_benchmarks(list: &str) -> Vec<String> {
     list.split(',').map(str::to_owned).collect()
@@ -423,6 +427,7 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
             flags.stats_interval_ms =
                 Some(number("a positive integer")?).filter(|n| *n > 0).ok_or_else(|| bad("a positive integer"))?
         }
+        "plot" => flags.plot = Some(PathBuf::from(text()?)),
         _ => return Err(invalid()),
     }
     Ok(())
@@ -493,8 +498,9 @@ mod tests {
 
     #[test]
     fn gc_flags_parse_and_reject_nonsense() {
-        let f = parse(["--gc_policy=costbenefit", "--gc_threshold=0.25", "--space_budget=1000", "--background_gc=false"])
-            .unwrap();
+        let f =
+            parse(["--gc_policy=costbenefit", "--gc_threshold=0.25", "--space_budget=1000", "--background_gc=false"])
+                .unwrap();
         assert_eq!(f.gc_policy.as_deref(), Some("costbenefit"));
         assert_eq!(f.gc_threshold, Some(0.25));
         assert_eq!(f.space_budget, Some(1000));
@@ -569,5 +575,14 @@ mod tests {
         assert!(parse(["--compaction_policy=fifo"]).is_err());
         assert!(parse(["--slice_drain_percent=101"]).is_err());
         assert!(parse(["--max_background_compactions=0"]).is_err());
+    }
+
+    #[test]
+    fn plot_takes_a_directory() {
+        assert_eq!(Flags::default().plot, None);
+        let f = parse(["--plot=charts/run1"]).unwrap();
+        assert_eq!(f.plot, Some(PathBuf::from("charts/run1")));
+        // A directory is required: a bare `--plot` is not a boolean.
+        assert_eq!(parse(["--plot"]).unwrap_err(), FlagError::Invalid("--plot".into()));
     }
 }

@@ -21,6 +21,8 @@
 mod engines;
 mod flags;
 mod keys;
+mod plot;
+mod progress;
 mod report;
 mod stats_dump;
 mod values;
@@ -33,6 +35,7 @@ use std::sync::Barrier;
 use engines::{BenchResult, Direction, Engine, WriteOp};
 use flags::{FlagError, Flags};
 use keys::{KeyBuffer, LevelDbRandom};
+use progress::Progress;
 use report::{Metrics, OpStats};
 use values::ValueGenerator;
 use ycsb::{InsertCounter, KeyChooser, Operation, SplitMix64};
@@ -178,6 +181,25 @@ fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
         "gc" => run(collect_garbage),
         "stats" => Some(Plan { method: None, fresh_db: false, ycsb: None }),
         _ => None,
+    }
+}
+
+/// Operations benchmark `name` should finish over all its threads, for the progress bar's length;
+/// `None` where the count is not known in advance (a single long call, like `compact`).
+fn expected_ops(name: &str, workload: &Workload, threads: usize, flags: &Flags) -> Option<u64> {
+    let threads = threads as u64;
+    match name {
+        "ycsb_load" => Some(flags.ycsb_records),
+        _ if name.starts_with("ycsb_") => Some(flags.ycsb_ops),
+        "compact" | "gc" | "stats" => None,
+        // Spread over the threads, key `k` goes when `k % 100 < percent`.
+        "deletefraction" => Some(workload.num * u64::from(flags.delete_percent) / 100),
+        // Each thread walks at most the whole key space.
+        "readseq" | "readreverse" => Some(workload.reads.min(workload.num) * threads),
+        _ if name.starts_with("fill") || name.starts_with("delete") || name == "overwrite" => {
+            Some(workload.num * threads)
+        }
+        _ => Some(workload.reads * threads),
     }
 }
 
@@ -529,7 +551,7 @@ impl<'f> Runner<'f> {
         }
         self.engine = Some(engines::open(self.flags)?);
 
-        for name in &self.flags.benchmarks {
+        for (position, name) in self.flags.benchmarks.iter().enumerate() {
             let mut workload = Workload {
                 num: u64::from(self.flags.num),
                 reads: self.flags.reads_per_thread(),
@@ -557,7 +579,8 @@ impl<'f> Runner<'f> {
             }
             if let Some(method) = method {
                 let threads = if ycsb.is_some() { self.flags.ycsb_threads } else { self.flags.threads };
-                let (line, metrics) = self.run_benchmark(name, method, workload, threads, ycsb.flatten())?;
+                let ordinal = position + 1;
+                let (line, metrics) = self.run_benchmark(name, ordinal, method, workload, threads, ycsb.flatten())?;
                 println!("{line}");
                 println!("{}", metrics.format_line());
                 self.results.push(metrics);
@@ -628,6 +651,7 @@ impl<'f> Runner<'f> {
     fn run_benchmark(
         &mut self,
         name: &str,
+        ordinal: usize,
         method: Method,
         workload: Workload,
         threads: usize,
@@ -643,6 +667,9 @@ impl<'f> Runner<'f> {
         let ctx = Context { engine, flags: self.flags, workload, threads, ycsb_workload, tracking: &self.tracking };
         let counters_before = engine.write_counters();
         let os_bytes_before = report::os_write_bytes();
+        // Level samples from before this benchmark (an earlier one, the open) are not its own.
+        engine.take_level_samples();
+        let progress = Progress::start(name, expected_ops(name, &workload, threads, self.flags));
         let start_together = Barrier::new(threads);
         let results: Vec<BenchResult<OpStats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = seeds
@@ -650,13 +677,14 @@ impl<'f> Runner<'f> {
                 .enumerate()
                 .map(|(index, &seed)| {
                     let (ctx, start_together) = (&ctx, &start_together);
+                    let progress = progress.clone();
                     scope.spawn(move || {
                         start_together.wait();
                         let mut thread = ThreadState {
                             index,
                             rand: LevelDbRandom::new(seed),
                             ycsb_rand: SplitMix64::new(u64::from(seed)),
-                            stats: OpStats::start(ctx.flags.histogram, index == 0),
+                            stats: OpStats::start(ctx.flags.histogram, progress),
                         };
                         let outcome = method(ctx, &mut thread);
                         thread.stats.stop();
@@ -669,6 +697,9 @@ impl<'f> Runner<'f> {
                 .map(|handle| handle.join().unwrap_or_else(|_| Err("benchmark thread panicked".into())))
                 .collect()
         });
+        // Cleared before anything else is printed, whether the benchmark succeeded or not.
+        progress.finish();
+        let level_samples = engine.take_level_samples();
         let mut merged: Option<OpStats> = None;
         for result in results {
             let stats = result?;
@@ -680,7 +711,32 @@ impl<'f> Runner<'f> {
         let merged = merged.ok_or("no benchmark threads ran")?;
         let mut metrics = merged.summary(name);
         self.add_engine_metrics(&mut metrics, counters_before, os_bytes_before);
+        self.plot(name, ordinal, &merged, &level_samples)?;
         Ok((merged.report(name), metrics))
+    }
+
+    /// Draws the benchmark's charts into the `--plot` directory, if one was given.
+    #[cfg(feature = "plot")]
+    fn plot(&self, name: &str, ordinal: usize, stats: &OpStats, levels: &[stats_dump::LevelSample]) -> BenchResult<()> {
+        let Some(dir) = &self.flags.plot else { return Ok(()) };
+        let (throughput, latency_cdf) = (stats.throughput_series(), stats.latency_cdf());
+        let series =
+            plot::BenchmarkSeries { name, ordinal, throughput: &throughput, latency_cdf: &latency_cdf, levels };
+        plot::render(dir, &series)?;
+        Ok(())
+    }
+
+    /// Without the `plot` feature `--plot` is refused before anything runs, so there is nothing
+    /// to draw.
+    #[cfg(not(feature = "plot"))]
+    fn plot(
+        &self,
+        _name: &str,
+        _ordinal: usize,
+        _stats: &OpStats,
+        _levels: &[stats_dump::LevelSample],
+    ) -> BenchResult<()> {
+        Ok(())
     }
 
     /// Fills in the figures that come from the engine, the kernel and the directory rather than
@@ -720,6 +776,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(message) = plot::ensure_available(&flags) {
+        eprintln!("{message}");
+        return ExitCode::FAILURE;
+    }
     let mut runner = Runner::new(&flags);
     match runner.run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -827,6 +887,42 @@ mod tests {
         assert!(written["after_close"]["space_amplification"].as_f64().is_some_and(|a| a > 0.0), "{written}");
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_file(&json);
+    }
+
+    #[cfg(feature = "plot")]
+    #[test]
+    fn plot_flag_writes_charts_per_benchmark() {
+        let dir = tempfile::tempdir().unwrap();
+        let charts = dir.path().join("charts");
+        let flags = flags::parse([
+            format!("--db={}", dir.path().join("db").display()),
+            format!("--plot={}", charts.display()),
+            "--benchmarks=fillseq,readrandom".to_owned(),
+            "--num=2000".to_owned(),
+        ])
+        .unwrap();
+        Runner::new(&flags).run().unwrap();
+        for name in
+            ["fillseq-1-throughput", "fillseq-1-latency-cdf", "readrandom-2-throughput", "readrandom-2-latency-cdf"]
+        {
+            let svg = std::fs::read_to_string(charts.join(format!("{name}.svg"))).unwrap_or_default();
+            assert!(svg.contains("<svg") && svg.contains("<polyline"), "{name}");
+        }
+    }
+
+    #[test]
+    fn progress_bars_expect_each_benchmarks_operation_count() {
+        let flags = flags::parse(["--num=1000", "--reads=300", "--ycsb_records=50", "--ycsb_ops=70"]).unwrap();
+        let w = Workload { num: 1000, reads: 300, value_size: 100, entries_per_batch: 1, sync: false };
+        assert_eq!(expected_ops("fillrandom", &w, 2, &flags), Some(2000));
+        assert_eq!(expected_ops("overwrite", &w, 1, &flags), Some(1000));
+        assert_eq!(expected_ops("deleteseq", &w, 1, &flags), Some(1000));
+        assert_eq!(expected_ops("readrandom", &w, 3, &flags), Some(900));
+        assert_eq!(expected_ops("readseq", &Workload { reads: 5000, ..w }, 1, &flags), Some(1000));
+        assert_eq!(expected_ops("deletefraction", &w, 4, &flags), Some(500));
+        assert_eq!(expected_ops("ycsb_load", &w, 2, &flags), Some(50));
+        assert_eq!(expected_ops("ycsb_a", &w, 2, &flags), Some(70));
+        assert_eq!(expected_ops("compact", &w, 1, &flags), None);
     }
 
     #[test]

@@ -4,22 +4,29 @@
 //! [`OpStats`] is one thread's record of a benchmark (LevelDB's `Stats`): operations done, bytes
 //! moved, user bytes written, an optional message such as `(864322 of 1000000 found)`, and the
 //! time between consecutive finished operations in an HDR histogram (always kept, for the latency
-//! percentiles; printed only with `--histogram`). Threads keep their own
+//! percentiles; printed only with `--histogram`), and operations per 100 ms interval (for
+//! `--plot`'s throughput chart; a clock comparison per op, so it is always kept too). It also
+//! feeds the benchmark's progress bar, in batches. Threads keep their own
 //! `OpStats` and merge them afterwards, so nothing is shared while timing. Merged figures follow
 //! db_bench: micros/op is the sum of per-thread elapsed time over all operations; MB/s uses the
 //! wall time from the first start to the last finish.
 
-use std::io::Write;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
+
+use crate::progress::Progress;
 
 /// Width db_bench pads benchmark names to.
 const NAME_WIDTH: usize = 12;
 
 /// Operations slower than this are reported as they happen when timing each op (db_bench's rule).
 const LONG_OP_MICROS: f64 = 20_000.0;
+
+/// Granularity of the throughput-over-time series: fine enough to show stalls, which last from
+/// tens of milliseconds up, coarse enough that one interval holds many operations.
+pub const THROUGHPUT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// One thread's (or, after [`OpStats::merge`], all threads') measurements of one benchmark.
 #[derive(Debug)]
@@ -28,26 +35,33 @@ pub struct OpStats {
     finish: Instant,
     seconds: f64,
     done: u64,
-    next_report: u64,
     bytes: u64,
     user_bytes_written: u64,
     last_op_finish: Instant,
     message: String,
     latencies_nanos: Histogram<u64>,
     print_histogram: bool,
-    show_progress: bool,
+    progress: Progress,
+    /// Operations finished but not yet added to the progress bar.
+    unreported: u64,
+    next_progress_at: Instant,
+    /// Operations finished in each [`THROUGHPUT_INTERVAL`] since `start` (throughput over time);
+    /// the interval in progress is counted in `current_interval_ops` until it ends.
+    interval_ops: Vec<u64>,
+    current_interval_ops: u64,
+    next_interval_at: Instant,
 }
 
 impl OpStats {
-    /// Starts the clock; `print_histogram` adds the latency histogram to the report.
-    pub fn start(print_histogram: bool, show_progress: bool) -> Self {
+    /// Starts the clock; `print_histogram` adds the latency histogram to the report, `progress`
+    /// is the benchmark's bar, shared by its threads.
+    pub fn start(print_histogram: bool, progress: Progress) -> Self {
         let now = Instant::now();
         OpStats {
             start: now,
             finish: now,
             seconds: 0.0,
             done: 0,
-            next_report: 100,
             bytes: 0,
             user_bytes_written: 0,
             last_op_finish: now,
@@ -55,7 +69,12 @@ impl OpStats {
             // Three significant digits; the histogram grows to fit whatever it records.
             latencies_nanos: Histogram::new(3).expect("3 significant figures is a valid precision"),
             print_histogram,
-            show_progress,
+            progress,
+            unreported: 0,
+            next_progress_at: now + Progress::REPORT_EVERY,
+            interval_ops: Vec::new(),
+            current_interval_ops: 0,
+            next_interval_at: now + THROUGHPUT_INTERVAL,
         }
     }
 
@@ -63,9 +82,24 @@ impl OpStats {
     pub fn stop(&mut self) {
         self.finish = Instant::now();
         self.seconds = (self.finish - self.start).as_secs_f64();
+        self.close_intervals_before(self.finish);
+        // The partial last interval is kept; the series divides it by its real length.
+        self.interval_ops.push(self.current_interval_ops);
+        self.current_interval_ops = 0;
+        self.progress.add(self.unreported);
+        self.unreported = 0;
     }
 
-    /// Records one finished operation, printing db_bench's progress line at growing intervals.
+    /// Ends every throughput interval that is over by `now` (idle ones count zero operations).
+    fn close_intervals_before(&mut self, now: Instant) {
+        while now >= self.next_interval_at {
+            self.interval_ops.push(self.current_interval_ops);
+            self.current_interval_ops = 0;
+            self.next_interval_at += THROUGHPUT_INTERVAL;
+        }
+    }
+
+    /// Records one finished operation (latency, throughput interval, progress bar).
     pub fn finished_single_op(&mut self) {
         let now = Instant::now();
         let nanos = (now - self.last_op_finish).as_nanos();
@@ -75,24 +109,19 @@ impl OpStats {
             self.latencies_nanos.saturating_record(nanos_u64);
         }
         let micros = nanos as f64 / 1000.0;
-        if micros > LONG_OP_MICROS && self.show_progress && self.print_histogram {
-            eprint!("long op: {micros:.1} micros{:30}\r", "");
+        if micros > LONG_OP_MICROS && self.print_histogram {
+            self.progress.note(format!("long op: {micros:.1} micros"));
         }
         self.last_op_finish = now;
         self.done += 1;
-        if self.done >= self.next_report {
-            self.next_report += match self.next_report {
-                0..=999 => 100,
-                1000..=4999 => 500,
-                5000..=9999 => 1000,
-                10_000..=49_999 => 5000,
-                50_000..=99_999 => 10_000,
-                100_000..=499_999 => 50_000,
-                _ => 100_000,
-            };
-            if self.show_progress {
-                eprint!("... finished {} ops{:30}\r", self.done, "");
-                let _ = std::io::stderr().flush();
+        self.close_intervals_before(now);
+        self.current_interval_ops += 1;
+        if self.progress.is_visible() {
+            self.unreported += 1;
+            if now >= self.next_progress_at {
+                self.progress.add(self.unreported);
+                self.unreported = 0;
+                self.next_progress_at = now + Progress::REPORT_EVERY;
             }
         }
     }
@@ -127,12 +156,73 @@ impl OpStats {
         self.bytes += other.bytes;
         self.user_bytes_written += other.user_bytes_written;
         self.seconds += other.seconds;
+        self.merge_intervals(other);
         self.start = self.start.min(other.start);
         self.finish = self.finish.max(other.finish);
         // db_bench keeps one thread's message: they all say the same kind of thing.
         if self.message.is_empty() {
             self.message.clone_from(&other.message);
         }
+    }
+
+    /// Adds `other`'s throughput intervals to these, aligned on wall-clock time. Threads start
+    /// together behind a barrier, so the offset is almost always zero; it is rounded to whole
+    /// intervals either way.
+    fn merge_intervals(&mut self, other: &OpStats) {
+        let offset = |later: Instant, earlier: Instant| {
+            let gap = later.saturating_duration_since(earlier);
+            (gap.as_secs_f64() / THROUGHPUT_INTERVAL.as_secs_f64()).round() as usize
+        };
+        let (self_offset, other_offset) = (offset(self.start, other.start), offset(other.start, self.start));
+        let len = (self.interval_ops.len() + self_offset).max(other.interval_ops.len() + other_offset);
+        let mut merged = vec![0u64; len];
+        for (i, ops) in self.interval_ops.iter().enumerate() {
+            merged[i + self_offset] += ops;
+        }
+        for (i, ops) in other.interval_ops.iter().enumerate() {
+            merged[i + other_offset] += ops;
+        }
+        self.interval_ops = merged;
+    }
+
+    /// Throughput over time: `(seconds since start at the interval's end, ops/s in the interval)`
+    /// per [`THROUGHPUT_INTERVAL`], after [`OpStats::stop`]. The last interval is usually partial
+    /// and is divided by its real length; one shorter than a millisecond is left out, since a
+    /// handful of operations in it would show as a meaningless spike.
+    #[cfg_attr(not(feature = "plot"), allow(dead_code))]
+    pub fn throughput_series(&self) -> Vec<(f64, f64)> {
+        let interval = THROUGHPUT_INTERVAL.as_secs_f64();
+        let wall = (self.finish - self.start).as_secs_f64();
+        let mut series = Vec::with_capacity(self.interval_ops.len());
+        for (i, &ops) in self.interval_ops.iter().enumerate() {
+            let begin = i as f64 * interval;
+            let end = (begin + interval).min(wall.max(begin));
+            let length = end - begin;
+            if length < 0.001 {
+                continue;
+            }
+            series.push((end, ops as f64 / length));
+        }
+        series
+    }
+
+    /// The latency distribution as `(percentile, microseconds)` points from the 0th to the
+    /// 99.99th percentile, spaced evenly in "nines" (`-log10(1 - p/100)`) so the tail, where
+    /// LSM stalls show, gets as many points as the body.
+    #[cfg_attr(not(feature = "plot"), allow(dead_code))]
+    pub fn latency_cdf(&self) -> Vec<(f64, f64)> {
+        const STEPS: u32 = 200;
+        const MAX_NINES: f64 = 4.0;
+        if self.latencies_nanos.is_empty() {
+            return Vec::new();
+        }
+        (0..=STEPS)
+            .map(|step| {
+                let nines = MAX_NINES * f64::from(step) / f64::from(STEPS);
+                let quantile = 1.0 - 10f64.powf(-nines);
+                (quantile * 100.0, self.latencies_nanos.value_at_quantile(quantile) as f64 / 1000.0)
+            })
+            .collect()
     }
 
     /// The report: db_bench's result line, then the histogram when per-op timing was on.
@@ -444,8 +534,8 @@ mod tests {
 
     #[test]
     fn merged_stats_sum_ops_and_keep_one_message() {
-        let mut a = OpStats::start(true, false);
-        let mut b = OpStats::start(true, false);
+        let mut a = OpStats::start(true, Progress::hidden());
+        let mut b = OpStats::start(true, Progress::hidden());
         for _ in 0..3 {
             a.finished_single_op();
         }
@@ -465,7 +555,7 @@ mod tests {
 
     #[test]
     fn histogram_keeps_latencies_far_above_its_initial_range() {
-        let mut stats = OpStats::start(true, false);
+        let mut stats = OpStats::start(true, Progress::hidden());
         std::thread::sleep(std::time::Duration::from_millis(2));
         stats.finished_single_op();
         stats.stop();
@@ -475,7 +565,7 @@ mod tests {
 
     #[test]
     fn summary_reports_throughput_and_latency_without_printing_the_histogram() {
-        let mut stats = OpStats::start(false, false);
+        let mut stats = OpStats::start(false, Progress::hidden());
         for _ in 0..10 {
             stats.finished_single_op();
         }
@@ -496,6 +586,44 @@ mod tests {
         let json = serde_json::to_value(&m).unwrap();
         assert_eq!(json["latency_micros"]["p99_9"], serde_json::json!(l.p99_9));
         assert!(json["space_amplification"].is_null());
+    }
+
+    #[test]
+    fn throughput_intervals_count_every_op_once_even_after_merging() {
+        let mut a = OpStats::start(false, Progress::hidden());
+        let mut b = OpStats::start(false, Progress::hidden());
+        for _ in 0..7 {
+            a.finished_single_op();
+        }
+        // An idle gap longer than one interval must show as an interval of zero ops.
+        std::thread::sleep(THROUGHPUT_INTERVAL * 2);
+        a.finished_single_op();
+        b.finished_single_op();
+        a.stop();
+        b.stop();
+        assert_eq!(a.interval_ops.iter().sum::<u64>(), 8);
+        assert!(a.interval_ops.len() >= 3 && a.interval_ops.contains(&0), "{:?}", a.interval_ops);
+        a.merge(&b);
+        assert_eq!(a.interval_ops.iter().sum::<u64>(), 9);
+        let series = a.throughput_series();
+        assert!(!series.is_empty());
+        assert!(series.windows(2).all(|w| w[0].0 < w[1].0), "time moves forward: {series:?}");
+        assert!(series.iter().any(|&(_, rate)| rate > 0.0));
+    }
+
+    #[test]
+    fn latency_cdf_runs_from_p0_to_p99_99_and_never_decreases() {
+        let stats = OpStats::start(false, Progress::hidden());
+        assert!(stats.latency_cdf().is_empty(), "no operations, no distribution");
+        let mut stats = OpStats::start(false, Progress::hidden());
+        for _ in 0..50 {
+            stats.finished_single_op();
+        }
+        stats.stop();
+        let cdf = stats.latency_cdf();
+        assert_eq!(cdf.first().map(|p| p.0), Some(0.0));
+        assert!(cdf.last().is_some_and(|p| (p.0 - 99.99).abs() < 1e-9), "{:?}", cdf.last());
+        assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `--stats_dump=FILE`: a JSON-lines record of how the LSM tree evolves during a run.
+//! `--stats_dump=FILE`: a JSON-lines record of how the LSM tree evolves during a run; the same
+//! sampler also keeps per-level file counts in memory for `--plot` ([`LevelSample`]).
 //!
 //! Two kinds of line, in time order per writer thread:
 //! - `{"type":"sample",...}` every `--stats_interval_ms` (100 ms by default): per level its
@@ -11,7 +12,9 @@
 //! Times are milliseconds since the database was opened (the sampler's and the engine's clocks
 //! start within the same `open` call). The file is truncated at every open, so it covers the last
 //! database the benchmark opened (fill benchmarks reopen a fresh one). The sampler holds the
-//! `Db` through an `Arc` and is stopped and joined before the database closes.
+//! `Db` through an `Arc` and is stopped and joined before the database closes. Samples kept for
+//! plotting sit behind a mutex shared with the sampler thread; the runner drains them around each
+//! benchmark, so they never outgrow one benchmark's run.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -22,6 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use splitkv::compaction::{CompactionEvent, CompactionListener, LevelsSnapshot};
+use splitkv::stats::Stats;
 use splitkv::{Db, Options};
 
 type Sink = Arc<Mutex<BufWriter<File>>>;
@@ -62,21 +66,47 @@ fn json_level(level: Option<usize>) -> String {
     level.map_or_else(|| "null".to_owned(), |l| l.to_string())
 }
 
-/// The open dump: a listener to install before opening and a sampler to start after.
+/// SSTables per level at one moment, for the levels chart of `--plot`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LevelSample {
+    /// Milliseconds since the database was opened.
+    pub t_ms: u64,
+    /// Files in level 0, 1, ...
+    pub files: Vec<usize>,
+}
+
+type Samples = Arc<Mutex<Vec<LevelSample>>>;
+
+/// The open dump: a listener to install before opening and a sampler to start after. It writes
+/// the JSON-lines file, keeps [`LevelSample`]s in memory, or both.
 pub struct StatsDump {
-    sink: Sink,
+    sink: Option<Sink>,
+    samples: Option<Samples>,
     interval: Duration,
     stop: Arc<AtomicBool>,
     sampler: Option<JoinHandle<()>>,
 }
 
 impl StatsDump {
-    /// Creates (truncates) `path` and installs the compaction listener into `options`.
-    pub fn create(path: &Path, interval_ms: u64, options: &mut Options) -> std::io::Result<StatsDump> {
-        let sink: Sink = Arc::new(Mutex::new(BufWriter::new(File::create(path)?)));
-        options.compaction_listener = Some(Arc::new(EventWriter { sink: Arc::clone(&sink) }));
+    /// Creates (truncates) `path`, if given, and installs the compaction listener into `options`;
+    /// `keep_samples` also keeps level samples for [`StatsDump::take_samples`].
+    pub fn create(
+        path: Option<&Path>,
+        keep_samples: bool,
+        interval_ms: u64,
+        options: &mut Options,
+    ) -> std::io::Result<StatsDump> {
+        let sink = match path {
+            Some(path) => {
+                let sink: Sink = Arc::new(Mutex::new(BufWriter::new(File::create(path)?)));
+                options.compaction_listener = Some(Arc::new(EventWriter { sink: Arc::clone(&sink) }));
+                Some(sink)
+            }
+            None => None,
+        };
         Ok(StatsDump {
             sink,
+            samples: keep_samples.then(Samples::default),
             interval: Duration::from_millis(interval_ms.max(1)),
             stop: Arc::new(AtomicBool::new(false)),
             sampler: None,
@@ -85,19 +115,36 @@ impl StatsDump {
 
     /// Starts sampling `db` (opened with `options`).
     pub fn start(&mut self, db: Arc<Db>, options: &Options) {
-        let (sink, stop, interval) = (Arc::clone(&self.sink), Arc::clone(&self.stop), self.interval);
+        let (sink, samples) = (self.sink.clone(), self.samples.clone());
+        let (stop, interval) = (Arc::clone(&self.stop), self.interval);
         let max_bytes = LevelsSnapshot::max_bytes_for_levels(options);
         let l0_trigger = options.level0_file_num_compaction_trigger.max(1);
         let started = Instant::now();
         self.sampler = Some(std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                let line = sample(&db, started, &max_bytes, l0_trigger);
-                if let Ok(mut sink) = sink.lock() {
-                    let _ = writeln!(sink, "{line}");
+                let t_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let stats = db.stats();
+                if let Some(sink) = &sink {
+                    let line = sample_line(&db, &stats, t_ms, &max_bytes, l0_trigger);
+                    if let Ok(mut sink) = sink.lock() {
+                        let _ = writeln!(sink, "{line}");
+                    }
+                }
+                if let Some(samples) = &samples {
+                    let files = stats.levels.iter().map(|l| l.files).collect();
+                    if let Ok(mut samples) = samples.lock() {
+                        samples.push(LevelSample { t_ms, files });
+                    }
                 }
                 std::thread::sleep(interval);
             }
         }));
+    }
+
+    /// Removes and returns the level samples kept since the last call (none unless created with
+    /// `keep_samples`).
+    pub fn take_samples(&self) -> Vec<LevelSample> {
+        self.samples.as_ref().and_then(|s| s.lock().ok().map(|mut s| std::mem::take(&mut *s))).unwrap_or_default()
     }
 
     /// Stops the sampler (releasing its `Db`) and flushes the file.
@@ -106,7 +153,7 @@ impl StatsDump {
         if let Some(handle) = self.sampler.take() {
             let _ = handle.join();
         }
-        if let Ok(mut sink) = self.sink.lock() {
+        if let Some(Ok(mut sink)) = self.sink.as_ref().map(|sink| sink.lock()) {
             let _ = sink.flush();
         }
     }
@@ -118,8 +165,7 @@ impl Drop for StatsDump {
     }
 }
 
-fn sample(db: &Db, started: Instant, max_bytes: &[u64], l0_trigger: usize) -> String {
-    let stats = db.stats();
+fn sample_line(db: &Db, stats: &Stats, t_ms: u64, max_bytes: &[u64], l0_trigger: usize) -> String {
     let holder = db.property("splitkv.compaction-slice-holder").and_then(|h| h.parse::<usize>().ok());
     let levels: Vec<String> = stats
         .levels
@@ -136,7 +182,7 @@ fn sample(db: &Db, started: Instant, max_bytes: &[u64], l0_trigger: usize) -> St
     format!(
         "{{\"type\":\"sample\",\"t_ms\":{},\"user_bytes\":{},\"compactions\":{},\"stall_slowdown_us\":{},\
          \"stall_stop_us\":{},\"holder\":{},\"levels\":[{}]}}",
-        started.elapsed().as_millis(),
+        t_ms,
         stats.user_bytes_written,
         stats.compactions,
         stats.stall_slowdown_micros,

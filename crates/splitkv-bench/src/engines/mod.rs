@@ -89,6 +89,11 @@ pub trait Engine: Send + Sync {
     fn write_counters(&self) -> Option<WriteCounters> {
         None
     }
+    /// Level file counts sampled since the last call (splitkv with `--plot`); engines without a
+    /// sampler have none.
+    fn take_level_samples(&self) -> Vec<crate::stats_dump::LevelSample> {
+        Vec::new()
+    }
     /// Closes the engine, surfacing any error a drop would hide.
     fn close(self: Box<Self>) -> BenchResult<()>;
 }

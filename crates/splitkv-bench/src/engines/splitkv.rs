@@ -11,11 +11,11 @@ use splitkv::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOption
 
 use super::{BenchResult, Direction, Engine, WriteCounters, WriteOp};
 use crate::flags::{Compression, Flags, PolicyFlag};
-use crate::stats_dump::StatsDump;
+use crate::stats_dump::{LevelSample, StatsDump};
 
 /// splitkv behind the benchmark seam.
 pub struct SplitkvEngine {
-    /// Shared with the `--stats_dump` sampler, which is stopped before closing.
+    /// Shared with the `--stats_dump`/`--plot` sampler, which is stopped before closing.
     db: Arc<Db>,
     dump: Option<StatsDump>,
     read_options: ReadOptions,
@@ -25,9 +25,13 @@ impl SplitkvEngine {
     /// Opens the database at `flags.db`.
     pub fn open(flags: &Flags) -> BenchResult<Self> {
         let mut options = options_from_flags(flags)?;
-        let mut dump = match &flags.stats_dump {
-            Some(path) => Some(StatsDump::create(path, flags.stats_interval_ms, &mut options)?),
-            None => None,
+        // One sampler serves both the dump file and the levels chart of `--plot`.
+        let keep_level_samples = flags.plot.is_some();
+        let mut dump = if flags.stats_dump.is_some() || keep_level_samples {
+            let path = flags.stats_dump.as_deref();
+            Some(StatsDump::create(path, keep_level_samples, flags.stats_interval_ms, &mut options)?)
+        } else {
+            None
         };
         let db = Arc::new(Db::open(&flags.db, options.clone())?);
         if let Some(dump) = dump.as_mut() {
@@ -203,6 +207,10 @@ impl Engine for SplitkvEngine {
             engine_bytes: stats.engine_bytes_written(),
             stall_micros: stats.stall_slowdown_micros + stats.stall_stop_micros + stats.stall_gc_micros,
         })
+    }
+
+    fn take_level_samples(&self) -> Vec<LevelSample> {
+        self.dump.as_ref().map(StatsDump::take_samples).unwrap_or_default()
     }
 
     fn close(self: Box<Self>) -> BenchResult<()> {
