@@ -401,19 +401,7 @@ impl Db {
     /// run).
     pub fn run_gc(&self) -> Result<GcOutcome> {
         self.compact_range(None, None)?;
-        let mut total = GcOutcome::default();
-        loop {
-            let run = self.inner.gc.run_once(self.inner.as_ref(), true)?;
-            total.bytes_read += run.bytes_read;
-            total.records_relocated += run.records_relocated;
-            total.bytes_relocated += run.bytes_relocated;
-            total.bytes_punched += run.bytes_punched;
-            total.segments_released.extend(run.segments_released);
-            if run.victim.is_none() {
-                return Ok(total);
-            }
-            total.victim = run.victim;
-        }
+        self.inner.gc.run_to_completion(self.inner.as_ref())
     }
 
     /// A point-in-time report: levels, value-log segments, write amplification, stalls.

@@ -224,3 +224,17 @@ fn manual_and_background_gc_never_release_a_segment_twice() -> Result<()> {
     check(&db, &last, "after racing collectors")?;
     Ok(())
 }
+
+#[test]
+fn run_gc_ends_when_the_log_is_over_its_space_budget() -> Result<()> {
+    // Over the space trigger with only live data left, a run that kept cleaning the log's tail
+    // would relocate the same records forever; run_gc must clean what holds garbage and stop.
+    let dir = tempfile::tempdir()?;
+    let opts = Options { gc_space_budget: Some(64 << 10), ..gc_options(GcPolicyKind::Oldest) };
+    let db = Db::open(dir.path(), opts)?;
+    let last = overwrite(&db, 300, 3)?;
+    db.run_gc()?;
+    db.run_gc()?;
+    check(&db, &last, "after gc over budget")?;
+    Ok(())
+}

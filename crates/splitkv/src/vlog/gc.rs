@@ -177,7 +177,7 @@ impl GarbageCollector {
     pub fn can_relieve_space(&self, host: &dyn GcHost) -> bool {
         self.over_space_trigger_hard(host)
             && self.state.lock().effective
-            && self.pick(host, true).is_ok_and(|victim| victim.is_some())
+            && self.pick(host, false, None).is_ok_and(|victim| victim.is_some())
     }
 
     /// True if the value log is over the whole space budget.
@@ -191,15 +191,18 @@ impl GarbageCollector {
         if !self.state.lock().pending_release.is_empty() {
             return Ok(true);
         }
-        Ok(self.pick(host, false)?.is_some())
+        Ok(self.pick(host, false, None)?.is_some())
     }
 
     fn over_space_trigger(&self, host: &dyn GcHost) -> bool {
         self.settings.space_budget.is_some_and(|b| host.log_bytes() as f64 >= b as f64 * self.settings.space_trigger)
     }
 
-    fn pick(&self, host: &dyn GcHost, force: bool) -> Result<Option<SegmentStats>> {
+    fn pick(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<Option<SegmentStats>> {
         let mut segments = host.eligible_segments()?;
+        if let Some(ids) = among {
+            segments.retain(|s| ids.contains(&s.id));
+        }
         {
             let state = self.state.lock();
             // Cleaned segments awaiting release are not picked again; punched ones only once
@@ -218,9 +221,13 @@ impl GarbageCollector {
         }
         let active = SegmentId(u64::MAX);
         let victim = self.policy.pick(&segments, active).and_then(|id| segments.into_iter().find(|s| s.id == id));
-        // Garbage becomes known only when compaction drops old versions. Over budget with none
-        // known yet, clean the log's tail as WiscKey does: its validity check finds the garbage.
-        Ok(victim.or(if over_budget { oldest } else { None }))
+        // Garbage becomes known only when compaction drops old versions. A background run over
+        // budget with none known yet cleans the log's tail as WiscKey does (its validity check
+        // finds the garbage), but only while runs free space: on a log of live data that would
+        // copy the same bytes around forever. A forced run (`run_gc`, which compacts first and
+        // so knows the garbage exactly) never takes this fallback.
+        let tail_fallback = over_budget && !force && self.state.lock().effective;
+        Ok(victim.or(if tail_fallback { oldest } else { None }))
     }
 
     /// Releases waiting victims whose older readers are gone.
@@ -243,10 +250,33 @@ impl GarbageCollector {
     /// Cleans (or punches) at most one segment. `force` ignores the garbage-ratio trigger (any
     /// segment with garbage qualifies), as for a manual `run_gc`.
     pub fn run_once(&self, host: &dyn GcHost, force: bool) -> Result<GcOutcome> {
+        self.run_once_among(host, force, None)
+    }
+
+    /// Cleans every segment that holds garbage now, one run at a time; segments written while it
+    /// works (relocated records among them) are left for later runs, so it always ends.
+    pub fn run_to_completion(&self, host: &dyn GcHost) -> Result<GcOutcome> {
+        let candidates: Vec<SegmentId> = host.eligible_segments()?.iter().map(|s| s.id).collect();
+        let mut total = GcOutcome::default();
+        loop {
+            let run = self.run_once_among(host, true, Some(&candidates))?;
+            total.bytes_read += run.bytes_read;
+            total.records_relocated += run.records_relocated;
+            total.bytes_relocated += run.bytes_relocated;
+            total.bytes_punched += run.bytes_punched;
+            total.segments_released.extend(run.segments_released);
+            if run.victim.is_none() {
+                return Ok(total);
+            }
+            total.victim = run.victim;
+        }
+    }
+
+    fn run_once_among(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<GcOutcome> {
         let _one_run_at_a_time = self.run_lock.lock();
         let mut outcome = GcOutcome::default();
         self.release_ready(host, &mut outcome)?;
-        let Some(victim) = self.pick(host, force)? else { return Ok(outcome) };
+        let Some(victim) = self.pick(host, force, among)? else { return Ok(outcome) };
         outcome.victim = Some(victim.id);
         let (fs, dir) = host.files();
         let path = segment_file(dir, victim.id);
