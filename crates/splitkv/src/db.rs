@@ -581,7 +581,10 @@ impl DbInner {
                     continue;
                 }
                 let pointers = self.vlog.append_batch(&records)?;
-                user_bytes += w.batch.payload_bytes() as u64;
+                if w.relocate_from.is_none() {
+                    // GC's rewrites are the engine's writes, not the user's.
+                    user_bytes += w.batch.payload_bytes() as u64;
+                }
                 for (rec, ptr) in records.iter().zip(pointers) {
                     let (kind, value) = match rec.kind {
                         RecordKind::Delete => (ValueKind::Deletion, Bytes::new()),

@@ -238,3 +238,17 @@ fn run_gc_ends_when_the_log_is_over_its_space_budget() -> Result<()> {
     check(&db, &last, "after gc over budget")?;
     Ok(())
 }
+
+#[test]
+fn relocations_count_as_engine_writes_not_user_writes() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let db = Db::open(dir.path(), gc_options(GcPolicyKind::Greedy))?;
+    overwrite(&db, 300, 4)?;
+    let user_before = db.stats().user_bytes_written;
+    let outcome = db.run_gc()?;
+    assert!(outcome.bytes_relocated > 0, "nothing relocated: {outcome:?}");
+    let stats = db.stats();
+    assert_eq!(stats.user_bytes_written, user_before, "GC rewrites were counted as user writes");
+    assert!(stats.vlog_bytes_written >= user_before + outcome.bytes_relocated);
+    Ok(())
+}
