@@ -370,6 +370,8 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
             })
         }
         "segment_size" => flags.segment_size = Some(number("a size")?),
+        "prefetch" => flags.prefetch = Some(boolean()?),
+        "prefetch_threads" => flags.prefetch_threads = Some(size()?),
         "delete_percent" => {
             flags.delete_percent =
                 u8::try_from(number("a percentage")?).ok().filter(|p| *p <= 100).ok_or_else(|| bad("a percentage"))?
@@ -494,6 +496,14 @@ mod tests {
         let f = parse(["--histogram=false", "--use_existing_db=0", "--sync=0"]).unwrap();
         assert!(!f.histogram && !f.use_existing_db && !f.sync);
         assert!(matches!(parse(["--histogram=yes"]), Err(FlagError::BadValue { .. })));
+    }
+
+    #[test]
+    fn prefetch_flags_parse() {
+        let f = parse(["--prefetch=false", "--prefetch_threads=3"]).unwrap();
+        assert_eq!((f.prefetch, f.prefetch_threads), (Some(false), Some(3)));
+        assert_eq!(parse(["--prefetch=1"]).unwrap().prefetch, Some(true));
+        assert!(parse(["--prefetch=maybe"]).is_err());
     }
 
     #[test]
