@@ -40,10 +40,10 @@ use crate::memtable::Memtable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{Counters, Stats};
+use crate::types::EscapedBytes;
 use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::VersionSet;
 use crate::vlog::gc::{policy_for, GarbageCollector, GcHost, GcOutcome, GcSettings, SegmentStats};
-use crate::types::EscapedBytes;
 use crate::vlog::prefetch::{plan_reads, PrefetchPool, Task, ValueRequest};
 use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
 
@@ -206,21 +206,21 @@ impl Db {
         let background_gc = options.background_gc;
         let prefetch_threads = options.prefetch_threads;
         let inner = Arc::new(DbInner {
-                options,
-                dir,
-                vlog,
-                index: Arc::new(index),
-                snapshots,
-                last_sequence,
-                counters,
-                prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
-                writers: Mutex::new(VecDeque::new()),
-                poisoned: Mutex::new(None),
-                gc,
-                gc_barrier: RwLock::new(()),
-                gc_stop: AtomicBool::new(false),
-                gc_wake: (Mutex::new(()), Condvar::new()),
-                _lock: lock,
+            options,
+            dir,
+            vlog,
+            index: Arc::new(index),
+            snapshots,
+            last_sequence,
+            counters,
+            prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
+            writers: Mutex::new(VecDeque::new()),
+            poisoned: Mutex::new(None),
+            gc,
+            gc_barrier: RwLock::new(()),
+            gc_stop: AtomicBool::new(false),
+            gc_wake: (Mutex::new(()), Condvar::new()),
+            _lock: lock,
         });
         let gc_thread = if background_gc {
             let worker = Arc::clone(&inner);
@@ -722,7 +722,12 @@ impl GcHost for DbInner {
             batch.put(&r.key, &r.value);
             old.push(r.pointer);
             if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
-                self.submit(PendingWrite::new(std::mem::take(&mut batch), true, false, Some(std::mem::take(&mut old))))?;
+                self.submit(PendingWrite::new(
+                    std::mem::take(&mut batch),
+                    true,
+                    false,
+                    Some(std::mem::take(&mut old)),
+                ))?;
             }
         }
         if !batch.is_empty() {

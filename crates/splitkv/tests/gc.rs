@@ -55,7 +55,11 @@ fn gc_reclaims_space_under_every_policy() -> Result<()> {
         let db = Db::open(dir.path(), gc_options(policy))?;
         assert_eq!(db.get(key(0))?, None);
         for k in 1..300u64 {
-            assert_eq!(db.get(key(k))?.map(|v| v.to_vec()), Some(value_for(last[k as usize], 700)), "{policy:?} reopen");
+            assert_eq!(
+                db.get(key(k))?.map(|v| v.to_vec()),
+                Some(value_for(last[k as usize], 700)),
+                "{policy:?} reopen"
+            );
         }
     }
     Ok(())
@@ -129,7 +133,11 @@ fn snapshots_and_iterators_survive_gc_until_dropped() -> Result<()> {
 #[test]
 fn hole_punching_frees_space_without_moving_values() -> Result<()> {
     let env = CrashEnv::new();
-    let opts = env.options(Options { gc_punch_holes: true, gc_space_budget: Some(64 << 20), ..gc_options(GcPolicyKind::Greedy) });
+    let opts = env.options(Options {
+        gc_punch_holes: true,
+        gc_space_budget: Some(64 << 20),
+        ..gc_options(GcPolicyKind::Greedy)
+    });
     let db = Db::open("/db", opts)?;
     let last = overwrite(&db, 300, 5)?;
     let outcome = db.run_gc()?;
@@ -213,7 +221,8 @@ fn segment_ids_are_never_reused_after_gc_deletes_the_newest_segments() -> Result
 #[test]
 fn manual_and_background_gc_never_release_a_segment_twice() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let opts = Options { background_gc: true, gc_garbage_ratio: 0.05, gc_rate_limit: 0, ..gc_options(GcPolicyKind::Greedy) };
+    let opts =
+        Options { background_gc: true, gc_garbage_ratio: 0.05, gc_rate_limit: 0, ..gc_options(GcPolicyKind::Greedy) };
     let db = Db::open(dir.path(), opts)?;
     let mut last = Vec::new();
     for _ in 0..4 {

@@ -269,11 +269,19 @@ fn scan_under_concurrent_writers_sees_exactly_its_snapshot() -> Result<()> {
         }
         while fast.valid() {
             a.push((fast.key().to_vec(), fast.value().to_vec()));
-            if round % 2 == 0 { fast.next()? } else { fast.prev()? }
+            if round % 2 == 0 {
+                fast.next()?
+            } else {
+                fast.prev()?
+            }
         }
         while plain.valid() {
             b.push((plain.key().to_vec(), plain.value().to_vec()));
-            if round % 2 == 0 { plain.next()? } else { plain.prev()? }
+            if round % 2 == 0 {
+                plain.next()?
+            } else {
+                plain.prev()?
+            }
         }
         assert_eq!(a.len(), b.len(), "round {round}");
         assert!(a == b, "round {round}: prefetching scan differs from the plain scan");

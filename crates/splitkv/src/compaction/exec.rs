@@ -76,7 +76,7 @@ impl<'a> TableSink<'a> {
             let file = self.fs.create(&table_file(self.dir, number))?;
             self.current = Some(OpenOutput {
                 number,
-                builder: TableBuilder::new(file, self.options.clone()),
+                builder: TableBuilder::new(file, self.options),
                 smallest: ikey.to_vec(),
                 largest: Vec::new(),
             });
@@ -162,13 +162,8 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
     let mut input = MergingIterator::new(children);
     input.seek_to_first()?;
 
-    let mut sink = TableSink::new(
-        ctx.fs,
-        ctx.dir,
-        ctx.table_options.clone(),
-        compaction.max_output_file_size,
-        ctx.new_file_number,
-    );
+    let mut sink =
+        TableSink::new(ctx.fs, ctx.dir, ctx.table_options, compaction.max_output_file_size, ctx.new_file_number);
     let mut garbage: BTreeMap<SegmentId, u64> = BTreeMap::new();
     let mut dropped_entries = 0;
     let mut current_user_key: Option<Vec<u8>> = None;

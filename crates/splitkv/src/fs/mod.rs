@@ -60,6 +60,10 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
     /// Current length of the file.
     fn len(&self) -> Result<u64>;
+    /// True if the file holds no bytes.
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Hints the access pattern; implementations may ignore it.
     fn advise(&self, _pattern: AccessPattern) {}
 }

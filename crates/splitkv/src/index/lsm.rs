@@ -137,7 +137,7 @@ impl LsmIndex {
             parts.dir.clone(),
             options.max_open_files,
             Some(Arc::clone(&block_cache)),
-            table_options.clone(),
+            table_options,
         ));
         let policy: Box<dyn CompactionPolicy> = match options.compaction_policy {
             CompactionPolicyKind::Score => Box::new(ScorePolicy::default()),
@@ -359,7 +359,7 @@ impl Shared {
         if !imm.is_empty() {
             let mut numbers = Some(number);
             let mut next_number = || numbers.take().expect("a flush writes exactly one table");
-            let mut sink = TableSink::new(&self.fs, &self.dir, self.table_options.clone(), u64::MAX, &mut next_number);
+            let mut sink = TableSink::new(&self.fs, &self.dir, self.table_options, u64::MAX, &mut next_number);
             let mut it = imm.iter();
             it.seek_to_first()?;
             while it.valid() {
@@ -442,7 +442,7 @@ impl Shared {
                     fs: &self.fs,
                     dir: &self.dir,
                     table_cache: &self.table_cache,
-                    table_options: self.table_options.clone(),
+                    table_options: self.table_options,
                     snapshots,
                     new_file_number: &mut new_file_number,
                     preempt: &mut preempt,
@@ -847,8 +847,10 @@ impl Index for LsmIndex {
 
     fn remove_segments(&self, ids: &[crate::types::SegmentId]) -> Result<()> {
         let mut state = self.shared.state.lock();
-        let mut edit = VersionEdit::default();
-        edit.removed_segments = ids.iter().copied().filter(|id| state.versions.segments().contains_key(id)).collect();
+        let edit = VersionEdit {
+            removed_segments: ids.iter().copied().filter(|id| state.versions.segments().contains_key(id)).collect(),
+            ..VersionEdit::default()
+        };
         if edit.removed_segments.is_empty() {
             return Ok(());
         }

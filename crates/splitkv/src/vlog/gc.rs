@@ -386,7 +386,6 @@ impl GcPolicy for OldestPolicy {
     }
 }
 
-
 /// SSHKV's choice: the segment with the most garbage bytes (ties: the older one).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GreedyPolicy;

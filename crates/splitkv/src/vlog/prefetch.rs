@@ -309,8 +309,7 @@ mod tests {
     #[test]
     fn plan_keeps_adjacent_records_in_one_group_and_sorts_by_position() {
         // Two contiguous runs in segment 1 (given out of order) and one record in segment 2.
-        let requests =
-            [request(1, 1100, 100), request(1, 1000, 100), request(2, 24, 50), request(1, 900_000, 10)];
+        let requests = [request(1, 1100, 100), request(1, 1000, 100), request(2, 24, 50), request(1, 900_000, 10)];
         let groups = plan_reads(&requests, 8);
         let flat: Vec<usize> = groups.concat();
         assert_eq!(flat, vec![1, 0, 3, 2]);
