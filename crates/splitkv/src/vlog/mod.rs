@@ -238,9 +238,9 @@ impl ValueLog {
 
     /// Reads the value at `ptr`, verifying that the record there is intact and belongs to `key`.
     pub fn read(&self, ptr: &ValuePointer, key: &[u8]) -> Result<Bytes> {
-        let (bytes, header, path) = self.fetch(ptr)?;
+        let (bytes, header, segment) = self.fetch(ptr)?;
         if bytes[header.key_range()] != *key {
-            return Err(Error::corruption(path, ptr.offset, "record key differs from the key looked up"));
+            return Err(Error::corruption(&segment.path, ptr.offset, "record key differs from the key looked up"));
         }
         Ok(Bytes::from(bytes).slice(header.value_range()))
     }
@@ -259,7 +259,7 @@ impl ValueLog {
 
     /// Reads the `ptr.len` bytes at `ptr` (from the file, or the write buffer if not yet
     /// flushed) and validates them as one record.
-    fn fetch(&self, ptr: &ValuePointer) -> Result<(Vec<u8>, RecordHeader, PathBuf)> {
+    fn fetch(&self, ptr: &ValuePointer) -> Result<(Vec<u8>, RecordHeader, Arc<Segment>)> {
         let segment = self.segments.read().get(&ptr.segment).cloned();
         let Some(segment) = segment else {
             return Err(Error::corruption(
@@ -298,7 +298,7 @@ impl ValueLog {
             )));
         }
         check_body(&header, &bytes[RECORD_HEADER_LEN..]).map_err(|reason| corrupt(reason.into()))?;
-        Ok((bytes, header, segment.path.clone()))
+        Ok((bytes, header, segment))
     }
 
     /// The `len` bytes at `offset` of the active segment, from the write buffer or, if a flush
