@@ -41,7 +41,7 @@ use crate::filenames::{parse_file_name, FileKind};
 use crate::fs::FileSystem;
 use crate::iter::level::{LevelFile, LevelIterator};
 use crate::iter::merge::MergingIterator;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, KeepAlive};
 use crate::memtable::{Lookup, Memtable};
 use crate::options::{CompactionPolicyKind, Options};
 use crate::snapshot::SnapshotList;
@@ -586,39 +586,6 @@ impl CompactionSummary {
     }
 }
 
-/// A merged iterator that keeps its super version (and so its files) alive.
-struct PinnedIterator {
-    inner: MergingIterator,
-    _pin: Arc<SuperVersion>,
-}
-
-impl InternalIterator for PinnedIterator {
-    fn valid(&self) -> bool {
-        self.inner.valid()
-    }
-    fn seek_to_first(&mut self) -> Result<()> {
-        self.inner.seek_to_first()
-    }
-    fn seek_to_last(&mut self) -> Result<()> {
-        self.inner.seek_to_last()
-    }
-    fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.inner.seek(target)
-    }
-    fn next(&mut self) -> Result<()> {
-        self.inner.next()
-    }
-    fn prev(&mut self) -> Result<()> {
-        self.inner.prev()
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-}
-
 impl Index for LsmIndex {
     fn apply(&self, records: &[IndexRecord<'_>]) {
         let mem = Arc::clone(&self.shared.state.lock().mem);
@@ -737,7 +704,8 @@ impl Index for LsmIndex {
             });
             children.push(Box::new(LevelIterator::new(level_files, open)));
         }
-        Ok(Box::new(PinnedIterator { inner: MergingIterator::new(children), _pin: sv }))
+        // The iterator keeps its super version, and so every file it may still open, alive.
+        Ok(Box::new(KeepAlive { inner: MergingIterator::new(children), keep: sv }))
     }
 
     fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
@@ -789,12 +757,9 @@ impl Index for LsmIndex {
             (sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())) as u64;
         stats.block_cache_hits = s.block_cache.hits();
         stats.block_cache_misses = s.block_cache.misses();
-        let state = s.state.lock();
-        stats.manifest_bytes_written = state.versions.manifest_bytes_written();
-        let head = state.versions.log_head();
+        stats.manifest_bytes_written = s.state.lock().versions.manifest_bytes_written();
+        let (head, garbage) = self.log_garbage();
         stats.log_head = (head.segment.0, head.offset);
-        let garbage: BTreeMap<_, _> = state.versions.segments().iter().map(|(id, m)| (*id, m.garbage_bytes)).collect();
-        drop(state);
         stats.segments = s
             .vlog
             .segments()

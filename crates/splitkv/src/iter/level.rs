@@ -192,7 +192,9 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
     use super::*;
+    use crate::iter::test_util::{values_backward, values_forward};
     use crate::iter::vec::VecIterator;
+    use crate::iter::KeepAlive;
     use crate::types::{internal_key, SequenceNumber, ValueKind};
     use crate::Error;
 
@@ -202,42 +204,13 @@ mod tests {
         internal_key(user.as_bytes(), SequenceNumber(seq), ValueKind::Inline)
     }
 
-    /// Counts live file iterators so the one-open-file rule can be checked.
-    struct CountedFile {
-        inner: VecIterator,
-        open_files: Arc<AtomicUsize>,
-    }
+    /// Counts live file iterators so the one-open-file rule can be checked: dropping the guard
+    /// (with its file iterator) releases the count.
+    struct OpenFileGuard(Arc<AtomicUsize>);
 
-    impl Drop for CountedFile {
+    impl Drop for OpenFileGuard {
         fn drop(&mut self) {
-            self.open_files.fetch_sub(1, AtomicOrdering::SeqCst);
-        }
-    }
-
-    impl InternalIterator for CountedFile {
-        fn valid(&self) -> bool {
-            self.inner.valid()
-        }
-        fn seek_to_first(&mut self) -> Result<()> {
-            self.inner.seek_to_first()
-        }
-        fn seek_to_last(&mut self) -> Result<()> {
-            self.inner.seek_to_last()
-        }
-        fn seek(&mut self, target: &[u8]) -> Result<()> {
-            self.inner.seek(target)
-        }
-        fn next(&mut self) -> Result<()> {
-            self.inner.next()
-        }
-        fn prev(&mut self) -> Result<()> {
-            self.inner.prev()
-        }
-        fn key(&self) -> &[u8] {
-            self.inner.key()
-        }
-        fn value(&self) -> &[u8] {
-            self.inner.value()
+            self.0.fetch_sub(1, AtomicOrdering::SeqCst);
         }
     }
 
@@ -269,29 +242,9 @@ mod tests {
             let previously_open = counter.fetch_add(1, AtomicOrdering::SeqCst);
             assert_eq!(previously_open, 0, "a second file opened while one was still open");
             let entries = contents.get(&file.id).cloned().unwrap_or_default();
-            Ok(Box::new(CountedFile { inner: VecIterator::new(entries), open_files: counter.clone() }) as _)
+            Ok(Box::new(KeepAlive { inner: VecIterator::new(entries), keep: OpenFileGuard(counter.clone()) }) as _)
         });
         (LevelIterator::new(level_files, open), open_files)
-    }
-
-    fn user_keys_forward(it: &mut LevelIterator) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        it.seek_to_first()?;
-        while it.valid() {
-            out.push(String::from_utf8_lossy(it.value()).into_owned());
-            it.next()?;
-        }
-        Ok(out)
-    }
-
-    fn user_keys_backward(it: &mut LevelIterator) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        it.seek_to_last()?;
-        while it.valid() {
-            out.push(String::from_utf8_lossy(it.value()).into_owned());
-            it.prev()?;
-        }
-        Ok(out)
     }
 
     #[test]
@@ -307,8 +260,8 @@ mod tests {
             ],
             None,
         );
-        assert_eq!(user_keys_forward(&mut it)?, ["b", "c", "g", "h"]);
-        assert_eq!(user_keys_backward(&mut it)?, ["h", "g", "c", "b"]);
+        assert_eq!(values_forward(&mut it)?, ["b", "c", "g", "h"]);
+        assert_eq!(values_backward(&mut it)?, ["h", "g", "c", "b"]);
         assert!(open_files.load(AtomicOrdering::SeqCst) <= 1);
 
         // Crossing the empty gap in both directions from the middle.
@@ -353,8 +306,8 @@ mod tests {
         assert!(!empty.valid());
 
         let (mut hollow, _) = level(&[("a", "b", &[]), ("c", "d", &[])], None);
-        assert!(user_keys_forward(&mut hollow)?.is_empty());
-        assert!(user_keys_backward(&mut hollow)?.is_empty());
+        assert!(values_forward(&mut hollow)?.is_empty());
+        assert!(values_backward(&mut hollow)?.is_empty());
         Ok(())
     }
 

@@ -214,6 +214,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+    use crate::iter::test_util::values_forward;
     use crate::iter::vec::VecIterator;
     use crate::types::{internal_key, SequenceNumber, ValueKind};
     use crate::Error;
@@ -226,16 +227,6 @@ mod tests {
         Box::new(VecIterator::new(
             entries.iter().map(|&(user, seq, value)| (ikey(user, seq), value.as_bytes().to_vec())).collect(),
         ))
-    }
-
-    fn values_forward(it: &mut dyn InternalIterator) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        it.seek_to_first()?;
-        while it.valid() {
-            out.push(String::from_utf8_lossy(it.value()).into_owned());
-            it.next()?;
-        }
-        Ok(out)
     }
 
     #[test]

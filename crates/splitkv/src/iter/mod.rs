@@ -59,3 +59,67 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
         (**self).value()
     }
 }
+
+/// An iterator bundled with something that must live exactly as long as it: the tree state whose
+/// files it may still open, or, in tests, a guard that notices when the iterator is dropped.
+pub struct KeepAlive<I, T> {
+    /// The iterator all calls go to.
+    pub inner: I,
+    /// Dropped together with the iterator.
+    pub keep: T,
+}
+
+impl<I: InternalIterator, T: Send> InternalIterator for KeepAlive<I, T> {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) -> crate::Result<()> {
+        self.inner.seek_to_first()
+    }
+    fn seek_to_last(&mut self) -> crate::Result<()> {
+        self.inner.seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
+        self.inner.seek(target)
+    }
+    fn next(&mut self) -> crate::Result<()> {
+        self.inner.next()
+    }
+    fn prev(&mut self) -> crate::Result<()> {
+        self.inner.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+}
+
+/// Collectors shared by the iterator tests.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use super::InternalIterator;
+
+    /// Every value, front to back, as text.
+    pub fn values_forward(it: &mut dyn InternalIterator) -> crate::Result<Vec<String>> {
+        let mut out = Vec::new();
+        it.seek_to_first()?;
+        while it.valid() {
+            out.push(String::from_utf8_lossy(it.value()).into_owned());
+            it.next()?;
+        }
+        Ok(out)
+    }
+
+    /// Every value, back to front, as text.
+    pub fn values_backward(it: &mut dyn InternalIterator) -> crate::Result<Vec<String>> {
+        let mut out = Vec::new();
+        it.seek_to_last()?;
+        while it.valid() {
+            out.push(String::from_utf8_lossy(it.value()).into_owned());
+            it.prev()?;
+        }
+        Ok(out)
+    }
+}
