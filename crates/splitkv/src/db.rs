@@ -757,6 +757,8 @@ const PREFETCH_AFTER_MOVES: u32 = 2;
 /// Entries in the first read-ahead window; each following window doubles, so a short scan
 /// wastes little and a long one quickly reaches full parallelism.
 const FIRST_WINDOW_ENTRIES: usize = 16;
+/// While a scan's values are in memory, one in this many has its residency checked.
+const RESIDENCY_SAMPLE: usize = 16;
 /// Most entries in one read-ahead window.
 const MAX_WINDOW_ENTRIES: usize = 1024;
 /// A window ends once its separated values add up to this many bytes: large values get short
@@ -795,8 +797,9 @@ struct Window {
     inline_values: Bytes,
     entries: Vec<BufferedEntry>,
     requests: Arc<[ValueRequest]>,
-    /// Per request: the read task holding it and its position in that task's result.
-    request_slots: Vec<(usize, usize)>,
+    /// Per request: the read task holding it and its position in that task's result; `None` for
+    /// values in memory, which the cursor copies itself when it lands on them.
+    request_slots: Vec<Option<(usize, usize)>>,
     reads: Vec<Arc<Task<Vec<Option<Bytes>>>>>,
     read_results: Vec<Option<Vec<Option<Bytes>>>>,
     /// The error that stopped the walk, reported when the cursor moves past the last entry.
@@ -837,8 +840,27 @@ struct WalkPlan {
     movement: Movement,
     max_entries: usize,
     keys_only: bool,
+    /// Check only a sample of the values' residency (see [`uncached_requests`]).
+    sample_residency: bool,
     vlog: Arc<ValueLog>,
     pool: Arc<PrefetchPool>,
+}
+
+/// Of a window's value reads, those that may wait on the device (their loads are started by
+/// [`ValueLog::will_need`]); only these go to the pool, since copying a value that is in memory
+/// costs less than handing it to another thread. With `sample`, set while the scan's previous
+/// window was all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and all of
+/// them only if a sampled one is not in memory: a cached scan pays one check in that many.
+fn uncached_requests(vlog: &ValueLog, requests: &[ValueRequest], sample: bool) -> Vec<usize> {
+    let misses =
+        |step| (0..requests.len()).step_by(step).filter(|&i| !vlog.will_need(&requests[i].pointer)).collect::<Vec<_>>();
+    if sample {
+        let sampled = misses(RESIDENCY_SAMPLE);
+        if sampled.is_empty() {
+            return sampled;
+        }
+    }
+    misses(1)
 }
 
 /// Collects up to `plan.max_entries` entries from `cursor` (its current one first if
@@ -892,12 +914,13 @@ fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -> Walked {
     }
     let keys = Bytes::from(keys);
     let requests: Arc<[ValueRequest]> = requests.into();
-    let mut request_slots = vec![(0, 0); requests.len()];
+    let mut request_slots = vec![None; requests.len()];
     let mut reads = Vec::new();
     if !plan.keys_only && !requests.is_empty() {
-        for (task, group) in plan_reads(&requests, plan.pool.threads()).into_iter().enumerate() {
+        let uncached = uncached_requests(&plan.vlog, &requests, plan.sample_residency);
+        for (task, group) in plan_reads(&requests, uncached, plan.pool.threads()).into_iter().enumerate() {
             for (slot, &request) in group.iter().enumerate() {
-                request_slots[request] = (task, slot);
+                request_slots[request] = Some((task, slot));
             }
             let (vlog, keys, requests) = (Arc::clone(&plan.vlog), keys.clone(), Arc::clone(&requests));
             reads.push(plan.pool.submit(move || vlog.read_values(&keys, &requests, &group)));
@@ -1112,6 +1135,7 @@ impl DbIterator {
             movement,
             max_entries,
             keys_only: self.keys_only,
+            sample_residency: self.window.as_ref().is_some_and(|w| w.reads.is_empty() && !w.requests.is_empty()),
             vlog: Arc::clone(&self.db.vlog),
             pool: Arc::clone(&self.db.prefetch),
         }
@@ -1182,13 +1206,14 @@ impl DbIterator {
             BufferedValue::Separated(request) => *request,
             BufferedValue::Malformed => return Err(self.malformed_pointer()),
         };
-        let (task, slot) = window.request_slots[request];
-        let results = window.read_results[task].get_or_insert_with(|| window.reads[task].wait());
-        let prefetched = results.get_mut(slot).and_then(Option::take);
+        let prefetched = window.request_slots[request].and_then(|(task, slot)| {
+            let results = window.read_results[task].get_or_insert_with(|| window.reads[task].wait());
+            results.get_mut(slot).and_then(Option::take)
+        });
         Counters::add(&self.db.counters.vlog_reads, 1);
         self.value = match prefetched {
             Some(value) => value,
-            // Not prefetched (unflushed, failed): a plain read gives the value or the real error.
+            // In memory, or the prefetch failed: a plain read gives the value or the real error.
             None => {
                 let pointer = window.requests[request].pointer;
                 self.db.vlog.read(&pointer, window.key(window.pos))?

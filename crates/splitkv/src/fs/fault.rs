@@ -265,6 +265,10 @@ impl RandomAccessFile for FaultyRandomAccessFile {
     fn advise(&self, pattern: AccessPattern) {
         self.inner.advise(pattern);
     }
+
+    fn will_need(&self, offset: u64, len: u64) -> bool {
+        self.inner.will_need(offset, len)
+    }
 }
 
 impl FileSystem for FaultInjectingFileSystem {

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -174,6 +175,8 @@ impl SplitMix64 {
 #[derive(Clone, Default)]
 pub struct MemFileSystem {
     state: Arc<Mutex<State>>,
+    /// Test hook: readers report their bytes as not in memory (see [`MemFileSystem::set_uncached`]).
+    uncached: Arc<AtomicBool>,
 }
 
 impl MemFileSystem {
@@ -185,6 +188,13 @@ impl MemFileSystem {
     /// This file system as the shared handle the engine takes.
     pub fn shared(&self) -> Arc<dyn FileSystem> {
         Arc::new(self.clone())
+    }
+
+    /// With `true`, every reader's [`RandomAccessFile::will_need`] answers "not in memory", as
+    /// an OS file system does for bytes outside the page cache, so that code paths which wait
+    /// for I/O (read-ahead on background threads) run under test. Reads are unaffected.
+    pub fn set_uncached(&self, uncached: bool) {
+        self.uncached.store(uncached, Ordering::Relaxed);
     }
 
     /// Simulates power loss: only directory entries made durable by `sync_dir` remain, each file
@@ -277,6 +287,7 @@ impl WritableFile for MemWritableFile {
 struct MemRandomAccessFile {
     inode: InodeRef,
     path: PathBuf,
+    uncached: Arc<AtomicBool>,
 }
 
 impl RandomAccessFile for MemRandomAccessFile {
@@ -303,6 +314,10 @@ impl RandomAccessFile for MemRandomAccessFile {
 
     fn len(&self) -> Result<u64> {
         Ok(self.inode.lock().len())
+    }
+
+    fn will_need(&self, _offset: u64, _len: u64) -> bool {
+        !self.uncached.load(Ordering::Relaxed)
     }
 }
 
@@ -356,7 +371,7 @@ impl FileSystem for MemFileSystem {
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let inode = self.state.lock().live_inode(path)?;
-        Ok(Arc::new(MemRandomAccessFile { inode, path: path.to_path_buf() }))
+        Ok(Arc::new(MemRandomAccessFile { inode, path: path.to_path_buf(), uncached: Arc::clone(&self.uncached) }))
     }
 
     fn exists(&self, path: &Path) -> bool {

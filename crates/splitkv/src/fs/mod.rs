@@ -66,6 +66,13 @@ pub trait RandomAccessFile: Send + Sync {
     }
     /// Hints the access pattern; implementations may ignore it.
     fn advise(&self, _pattern: AccessPattern) {}
+    /// Announces that `len` bytes at `offset` will be read soon. Returns true if they are
+    /// already in memory (reading them costs no I/O); otherwise the implementation may start
+    /// loading them in the background and returns false. False is also the answer when it
+    /// cannot tell, so callers treat false as "may block on I/O".
+    fn will_need(&self, _offset: u64, _len: u64) -> bool {
+        false
+    }
 }
 
 /// Held while a database directory is locked; dropping it releases the lock.

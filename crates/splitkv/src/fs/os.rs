@@ -18,7 +18,9 @@ use std::io::Write;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use smallvec::SmallVec;
 
 use super::{AccessPattern, FileLock, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
@@ -116,13 +118,104 @@ impl RandomAccessFile for OsRandomAccessFile {
             AccessPattern::Sequential => libc::POSIX_FADV_SEQUENTIAL,
             AccessPattern::Random => libc::POSIX_FADV_RANDOM,
         };
-        // A hint only: failure changes nothing but speed, so the result is ignored.
-        #[allow(unsafe_code)]
-        // SAFETY: the descriptor is owned by `self.file` and open for the duration of the call.
-        unsafe {
-            libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, advice);
-        }
+        fadvise(&self.file, 0, 0, advice);
     }
+
+    /// Bytes not all in the page cache get a `POSIX_FADV_WILLNEED`, which queues their reads and
+    /// returns without waiting: one thread can keep many reads in flight, which is what lets
+    /// read-ahead use the device's parallelism.
+    fn will_need(&self, offset: u64, len: u64) -> bool {
+        if self.resident(offset, len) == Some(true) {
+            return true;
+        }
+        if let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) {
+            fadvise(&self.file, off, len, libc::POSIX_FADV_WILLNEED);
+        }
+        false
+    }
+}
+
+/// `posix_fadvise` on `file`. A hint only: failure changes nothing but speed, so it is ignored.
+fn fadvise(file: &File, offset: libc::off_t, len: libc::off_t, advice: libc::c_int) {
+    #[allow(unsafe_code)]
+    // SAFETY: the descriptor is owned by `file` and open for the duration of the call.
+    unsafe {
+        libc::posix_fadvise(file.as_raw_fd(), offset, len, advice);
+    }
+}
+
+impl OsRandomAccessFile {
+    /// Whether every page of `[offset, offset + len)` is in the page cache; `None` if the kernel
+    /// does not say. `cachestat(2)` (Linux 6.5) answers for any range of the file; older kernels
+    /// answer through `mincore(2)` for the mapped part only.
+    fn resident(&self, offset: u64, len: u64) -> Option<bool> {
+        if len == 0 {
+            return Some(true);
+        }
+        let page = page_size() as u64;
+        let end = offset.checked_add(len)?;
+        let pages = end.div_ceil(page) - offset / page;
+        #[repr(C)]
+        struct CachestatRange {
+            off: u64,
+            len: u64,
+        }
+        #[repr(C)]
+        #[derive(Default)]
+        struct Cachestat {
+            nr_cache: u64,
+            nr_dirty: u64,
+            nr_writeback: u64,
+            nr_evicted: u64,
+            nr_recently_evicted: u64,
+        }
+        let range = CachestatRange { off: offset, len };
+        let mut stat = Cachestat::default();
+        #[allow(unsafe_code)]
+        // SAFETY: both structs match the kernel's layout and outlive the call; the descriptor is
+        // owned by `self.file`.
+        let rc = unsafe {
+            libc::syscall(SYS_CACHESTAT, self.file.as_raw_fd(), &range as *const CachestatRange, &mut stat as *mut Cachestat, 0)
+        };
+        if rc == 0 {
+            return Some(stat.nr_cache >= pages);
+        }
+        self.mapped_range_resident(offset, len)
+    }
+
+    /// `mincore(2)` over the map, for a range inside it.
+    fn mapped_range_resident(&self, offset: u64, len: u64) -> Option<bool> {
+        let map = self.map.as_ref()?;
+        let page = page_size();
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        if end > map.len() {
+            return None;
+        }
+        let first_page = start - start % page;
+        let mut residency: SmallVec<[u8; 64]> = smallvec::smallvec![0; (end - first_page).div_ceil(page)];
+        #[allow(unsafe_code)]
+        // SAFETY: `[first_page, end)` lies inside the live map and starts on a page boundary (the
+        // map itself is page-aligned); `residency` has one byte per page of that range.
+        let rc = unsafe {
+            libc::mincore(map.as_ptr().add(first_page) as *mut libc::c_void, end - first_page, residency.as_mut_ptr())
+        };
+        (rc == 0).then(|| residency.iter().all(|&flags| flags & 1 == 1))
+    }
+}
+
+/// `cachestat(2)`'s number, the same on every architecture (the libc crate lacks it for some).
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// The size of a memory page (the granularity of `mincore`).
+fn page_size() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        #[allow(unsafe_code)]
+        // SAFETY: sysconf only reads a system constant.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(size).ok().filter(|&s| s.is_power_of_two()).unwrap_or(4096)
+    })
 }
 
 struct OsFileLock {

@@ -196,12 +196,12 @@ pub struct ValueRequest {
     pub key: Range<usize>,
 }
 
-/// Splits `requests` (in any order) into coalesced runs and then into at most `jobs` groups of
-/// roughly equal byte size; returns request indices, grouped, each group sorted by position.
-pub fn plan_reads(requests: &[ValueRequest], jobs: usize) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..requests.len()).collect();
+/// Splits the requests at `order` (indices into `requests`, in any order) into coalesced runs and
+/// then into at most `jobs` groups of roughly equal byte size; returns request indices, grouped,
+/// each group sorted by position.
+pub fn plan_reads(requests: &[ValueRequest], mut order: Vec<usize>, jobs: usize) -> Vec<Vec<usize>> {
     order.sort_unstable_by_key(|&i| (requests[i].pointer.segment, requests[i].pointer.offset));
-    let total: u64 = requests.iter().map(|r| u64::from(r.pointer.len)).sum();
+    let total: u64 = order.iter().map(|&i| u64::from(requests[i].pointer.len)).sum();
     let target = total.div_ceil(jobs.max(1) as u64).max(64 << 10);
     let mut groups = Vec::new();
     let mut group: Vec<usize> = Vec::new();
@@ -233,6 +233,19 @@ fn continues(prev: &ValuePointer, next: &ValuePointer) -> bool {
 }
 
 impl ValueLog {
+    /// Announces that the record at `ptr` will be read soon. True if reading it will not wait
+    /// for the device: its bytes are in memory (page cache or write buffer), or the pointer is
+    /// one a read will reject anyway. False if the read may block; the file system may have
+    /// started loading the bytes in the background.
+    pub fn will_need(&self, ptr: &ValuePointer) -> bool {
+        let Some(segment) = self.segments.read().get(&ptr.segment).cloned() else { return true };
+        let end = ptr.offset.saturating_add(u64::from(ptr.len));
+        if ptr.offset < SEGMENT_HEADER_LEN || end > segment.readable_len() {
+            return true;
+        }
+        segment.file.will_need(ptr.offset, u64::from(ptr.len))
+    }
+
     /// Reads the values of `requests[i]` for every `i` in `indices` (sorted by position), with one
     /// positioned read per run of nearby records. Returns one entry per index, `None` where the
     /// value could not be prefetched (unflushed bytes, a segment that is gone, an I/O error, a
@@ -310,7 +323,7 @@ mod tests {
     fn plan_keeps_adjacent_records_in_one_group_and_sorts_by_position() {
         // Two contiguous runs in segment 1 (given out of order) and one record in segment 2.
         let requests = [request(1, 1100, 100), request(1, 1000, 100), request(2, 24, 50), request(1, 900_000, 10)];
-        let groups = plan_reads(&requests, 8);
+        let groups = plan_reads(&requests, (0..requests.len()).collect(), 8);
         let flat: Vec<usize> = groups.concat();
         assert_eq!(flat, vec![1, 0, 3, 2]);
         assert!(groups.iter().any(|g| g.starts_with(&[1, 0])), "adjacent records split: {groups:?}");
@@ -322,7 +335,7 @@ mod tests {
     #[test]
     fn large_plans_are_split_across_jobs() {
         let requests: Vec<ValueRequest> = (0..64).map(|i| request(1, 24 + i * 1_000_000, 60_000)).collect();
-        let groups = plan_reads(&requests, 4);
+        let groups = plan_reads(&requests, (0..requests.len()).collect(), 4);
         assert_eq!(groups.len(), 4);
         assert_eq!(groups.iter().map(Vec::len).sum::<usize>(), 64);
     }
