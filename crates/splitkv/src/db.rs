@@ -17,7 +17,7 @@
 //!
 //! Thread-safety: `Db` is `Send + Sync`; share it with `Arc<Db>`. Iterators own what they read.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Bound, Range, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -759,6 +759,10 @@ const PREFETCH_AFTER_MOVES: u32 = 2;
 const FIRST_WINDOW_ENTRIES: usize = 16;
 /// While a scan's values are in memory, one in this many has its residency checked.
 const RESIDENCY_SAMPLE: usize = 16;
+/// Read-around for long scans, and how many of the scan's values such a chunk must be expected
+/// to hold (see [`readaround`]).
+const MAX_READAROUND: u64 = 64 << 10;
+const READAROUND_MIN_HITS: u64 = 2;
 /// Most entries in one read-ahead window.
 const MAX_WINDOW_ENTRIES: usize = 1024;
 /// A window ends once its separated values add up to this many bytes: large values get short
@@ -842,6 +846,8 @@ struct WalkPlan {
     keys_only: bool,
     /// Check only a sample of the values' residency (see [`uncached_requests`]).
     sample_residency: bool,
+    /// Entries the scan visited before this window.
+    scanned: usize,
     vlog: Arc<ValueLog>,
     pool: Arc<PrefetchPool>,
 }
@@ -849,18 +855,42 @@ struct WalkPlan {
 /// Of a window's value reads, those that may wait on the device (their loads are started by
 /// [`ValueLog::will_need`]); only these go to the pool, since copying a value that is in memory
 /// costs less than handing it to another thread. With `sample`, set while the scan's previous
-/// window was all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and all of
-/// them only if a sampled one is not in memory: a cached scan pays one check in that many.
-fn uncached_requests(vlog: &ValueLog, requests: &[ValueRequest], sample: bool) -> Vec<usize> {
-    let misses =
-        |step| (0..requests.len()).step_by(step).filter(|&i| !vlog.will_need(&requests[i].pointer)).collect::<Vec<_>>();
-    if sample {
-        let sampled = misses(RESIDENCY_SAMPLE);
-        if sampled.is_empty() {
-            return sampled;
-        }
+/// window was all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and the rest
+/// only if a sampled one is not in memory: a cached scan pays one check in that many.
+fn uncached_requests(vlog: &ValueLog, requests: &[ValueRequest], sample: bool, readaround: u64) -> Vec<usize> {
+    let misses = |i: &usize| !vlog.will_need(&requests[*i].pointer, readaround);
+    if !sample {
+        return (0..requests.len()).filter(misses).collect();
     }
-    misses(1)
+    let sampled: Vec<usize> = (0..requests.len()).step_by(RESIDENCY_SAMPLE).filter(misses).collect();
+    if sampled.is_empty() {
+        return sampled;
+    }
+    let sampled_miss = |i: &usize| sampled.binary_search(i).is_ok();
+    (0..requests.len()).filter(|i| if i % RESIDENCY_SAMPLE == 0 { sampled_miss(i) } else { misses(i) }).collect()
+}
+
+/// Bytes loaded around each value that is not in memory, for a scan that has visited `scanned`
+/// entries whose window's values lie within `span` bytes of the log. Loading a large aligned
+/// chunk costs one device read instead of several, but is waste unless the scan will come back
+/// for its neighbours: it pays once, by the scan's own history, the chunk should hold several
+/// of its values ([`READAROUND_MIN_HITS`]). A random load spreads a scan's values over the
+/// whole log, so short scans read only their values and a long scan switches to large reads.
+fn readaround(scanned: usize, span: u64) -> u64 {
+    let expected_hits = scanned as u64 * MAX_READAROUND / span.max(1);
+    if expected_hits >= READAROUND_MIN_HITS { MAX_READAROUND } else { 0 }
+}
+
+/// Bytes of the log between the first and last of the values of `requests` in each segment,
+/// summed over segments.
+fn log_span(requests: &[ValueRequest]) -> u64 {
+    let mut ranges: BTreeMap<SegmentId, (u64, u64)> = BTreeMap::new();
+    for r in requests {
+        let end = r.pointer.offset + u64::from(r.pointer.len);
+        let range = ranges.entry(r.pointer.segment).or_insert((r.pointer.offset, end));
+        *range = (range.0.min(r.pointer.offset), range.1.max(end));
+    }
+    ranges.values().map(|(start, end)| end - start).sum()
 }
 
 /// Collects up to `plan.max_entries` entries from `cursor` (its current one first if
@@ -917,7 +947,8 @@ fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -> Walked {
     let mut request_slots = vec![None; requests.len()];
     let mut reads = Vec::new();
     if !plan.keys_only && !requests.is_empty() {
-        let uncached = uncached_requests(&plan.vlog, &requests, plan.sample_residency);
+        let readaround = readaround(plan.scanned + entries.len(), log_span(&requests));
+        let uncached = uncached_requests(&plan.vlog, &requests, plan.sample_residency, readaround);
         for (task, group) in plan_reads(&requests, uncached, plan.pool.threads()).into_iter().enumerate() {
             for (slot, &request) in group.iter().enumerate() {
                 request_slots[request] = Some((task, slot));
@@ -975,6 +1006,8 @@ pub struct DbIterator {
     last_move: Option<Movement>,
     moves_in_a_row: u32,
     next_window_entries: usize,
+    /// Entries in the windows walked since read-ahead last started.
+    scanned: usize,
     _snapshot: Option<Snapshot>,
 }
 
@@ -991,6 +1024,7 @@ impl DbIterator {
             last_move: None,
             moves_in_a_row: 0,
             next_window_entries: FIRST_WINDOW_ENTRIES,
+            scanned: 0,
             _snapshot: opts.snapshot,
         }
     }
@@ -1094,6 +1128,7 @@ impl DbIterator {
         self.last_move = None;
         self.moves_in_a_row = 0;
         self.next_window_entries = FIRST_WINDOW_ENTRIES;
+        self.scanned = 0;
         self.value = Bytes::new();
         seek(self.home_cursor_mut())?;
         self.load_value()
@@ -1131,11 +1166,14 @@ impl DbIterator {
     fn walk_plan(&mut self, movement: Movement) -> WalkPlan {
         let max_entries = self.next_window_entries;
         self.next_window_entries = (max_entries * 2).min(MAX_WINDOW_ENTRIES);
+        let scanned = self.scanned;
+        self.scanned += max_entries;
         WalkPlan {
             movement,
             max_entries,
             keys_only: self.keys_only,
             sample_residency: self.window.as_ref().is_some_and(|w| w.reads.is_empty() && !w.requests.is_empty()),
+            scanned,
             vlog: Arc::clone(&self.db.vlog),
             pool: Arc::clone(&self.db.prefetch),
         }

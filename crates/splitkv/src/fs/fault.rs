@@ -266,8 +266,12 @@ impl RandomAccessFile for FaultyRandomAccessFile {
         self.inner.advise(pattern);
     }
 
-    fn will_need(&self, offset: u64, len: u64) -> bool {
-        self.inner.will_need(offset, len)
+    fn is_cached(&self, offset: u64, len: u64) -> bool {
+        self.inner.is_cached(offset, len)
+    }
+
+    fn will_need(&self, offset: u64, len: u64) {
+        self.inner.will_need(offset, len);
     }
 }
 

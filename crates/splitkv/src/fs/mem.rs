@@ -190,7 +190,7 @@ impl MemFileSystem {
         Arc::new(self.clone())
     }
 
-    /// With `true`, every reader's [`RandomAccessFile::will_need`] answers "not in memory", as
+    /// With `true`, every reader's [`RandomAccessFile::is_cached`] answers "not in memory", as
     /// an OS file system does for bytes outside the page cache, so that code paths which wait
     /// for I/O (read-ahead on background threads) run under test. Reads are unaffected.
     pub fn set_uncached(&self, uncached: bool) {
@@ -316,7 +316,7 @@ impl RandomAccessFile for MemRandomAccessFile {
         Ok(self.inode.lock().len())
     }
 
-    fn will_need(&self, _offset: u64, _len: u64) -> bool {
+    fn is_cached(&self, _offset: u64, _len: u64) -> bool {
         !self.uncached.load(Ordering::Relaxed)
     }
 }

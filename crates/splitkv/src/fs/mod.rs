@@ -66,13 +66,14 @@ pub trait RandomAccessFile: Send + Sync {
     }
     /// Hints the access pattern; implementations may ignore it.
     fn advise(&self, _pattern: AccessPattern) {}
-    /// Announces that `len` bytes at `offset` will be read soon. Returns true if they are
-    /// already in memory (reading them costs no I/O); otherwise the implementation may start
-    /// loading them in the background and returns false. False is also the answer when it
-    /// cannot tell, so callers treat false as "may block on I/O".
-    fn will_need(&self, _offset: u64, _len: u64) -> bool {
+    /// True if reading `len` bytes at `offset` costs no I/O (they are in memory). False if a
+    /// read may wait for the device, and also when the implementation cannot tell.
+    fn is_cached(&self, _offset: u64, _len: u64) -> bool {
         false
     }
+    /// Hints that `len` bytes at `offset` will be read soon, so the implementation may start
+    /// loading them in the background; it may ignore the hint.
+    fn will_need(&self, _offset: u64, _len: u64) {}
 }
 
 /// Held while a database directory is locked; dropping it releases the lock.

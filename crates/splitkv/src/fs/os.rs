@@ -121,17 +121,16 @@ impl RandomAccessFile for OsRandomAccessFile {
         fadvise(&self.file, 0, 0, advice);
     }
 
-    /// Bytes not all in the page cache get a `POSIX_FADV_WILLNEED`, which queues their reads and
-    /// returns without waiting: one thread can keep many reads in flight, which is what lets
-    /// read-ahead use the device's parallelism.
-    fn will_need(&self, offset: u64, len: u64) -> bool {
-        if self.resident(offset, len) == Some(true) {
-            return true;
-        }
+    fn is_cached(&self, offset: u64, len: u64) -> bool {
+        self.resident(offset, len) == Some(true)
+    }
+
+    /// `POSIX_FADV_WILLNEED` queues the reads and returns without waiting for them: one thread
+    /// can keep many reads in flight, which is what lets read-ahead use the device's parallelism.
+    fn will_need(&self, offset: u64, len: u64) {
         if let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) {
             fadvise(&self.file, off, len, libc::POSIX_FADV_WILLNEED);
         }
-        false
     }
 }
 

@@ -235,15 +235,19 @@ fn continues(prev: &ValuePointer, next: &ValuePointer) -> bool {
 impl ValueLog {
     /// Announces that the record at `ptr` will be read soon. True if reading it will not wait
     /// for the device: its bytes are in memory (page cache or write buffer), or the pointer is
-    /// one a read will reject anyway. False if the read may block; the file system may have
-    /// started loading the bytes in the background.
-    pub fn will_need(&self, ptr: &ValuePointer) -> bool {
+    /// one a read rejects anyway. Otherwise starts loading the aligned `readaround` bytes around
+    /// it (at least the record) in the background and returns false.
+    pub fn will_need(&self, ptr: &ValuePointer, readaround: u64) -> bool {
         let Some(segment) = self.segments.read().get(&ptr.segment).cloned() else { return true };
         let end = ptr.offset.saturating_add(u64::from(ptr.len));
-        if ptr.offset < SEGMENT_HEADER_LEN || end > segment.readable_len() {
+        let readable = segment.readable_len();
+        if ptr.offset < SEGMENT_HEADER_LEN || end > readable || segment.file.is_cached(ptr.offset, u64::from(ptr.len)) {
             return true;
         }
-        segment.file.will_need(ptr.offset, u64::from(ptr.len))
+        let align = readaround.max(1);
+        let start = ptr.offset / align * align;
+        segment.file.will_need(start, end.next_multiple_of(align).min(readable) - start);
+        false
     }
 
     /// Reads the values of `requests[i]` for every `i` in `indices` (sorted by position), with one
