@@ -58,6 +58,9 @@ pub struct Flags {
     pub db: PathBuf,
     /// Keep the existing database: fill benchmarks are skipped, nothing is destroyed.
     pub use_existing_db: bool,
+    /// Before each benchmark that does not start a fresh database, close the database, evict
+    /// its files from the OS page cache and reopen it, so its reads come from the device.
+    pub drop_os_cache: bool,
     /// Print a per-operation latency histogram after each benchmark.
     pub histogram: bool,
     /// Print the engine's statistics after each benchmark.
@@ -164,6 +167,7 @@ impl Default for Flags {
             threads: 1,
             db: std::env::temp_dir().join("splitkvbench"),
             use_existing_db: false,
+            drop_os_cache: false,
             histogram: false,
             stats: false,
             sync: false,
@@ -270,6 +274,8 @@ usage: splitkv-bench [--name=value ...]
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
   --ycsb_field_count=N (10)  --ycsb_field_length=N (100)
   --prefetch=BOOL  --prefetch_threads=N (splitkv iterator read-ahead)
+  --drop_os_cache=BOOL      evict the database from the OS page cache before each benchmark
+                            that reuses it (close, fdatasync + POSIX_FADV_DONTNEED, reopen)
 
   --compaction_policy=score|timeslice  --time_slice_ms=N (1000)  --dynamic_slice=BOOL
   --slice_drain_percent=N  --max_background_compactions=N
@@ -335,6 +341,7 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "threads" => flags.threads = Some(size()?).filter(|t| *t >= 1).ok_or_else(|| bad("at least 1"))?,
         "db" => flags.db = PathBuf::from(text()?),
         "use_existing_db" => flags.use_existing_db = boolean()?,
+        "drop_os_cache" => flags.drop_os_cache = boolean()?,
         "histogram" => flags.histogram = boolean()?,
         "stats" => flags.stats = boolean()?,
         "sync" => flags.sync = boolean()?,
@@ -503,6 +510,8 @@ mod tests {
         let f = parse(["--prefetch=false", "--prefetch_threads=3"]).unwrap();
         assert_eq!((f.prefetch, f.prefetch_threads), (Some(false), Some(3)));
         assert_eq!(parse(["--prefetch=1"]).unwrap().prefetch, Some(true));
+        assert!(parse(["--drop_os_cache=true"]).unwrap().drop_os_cache);
+        assert!(!parse(["--drop_os_cache=0"]).unwrap().drop_os_cache);
         assert!(parse(["--prefetch=maybe"]).is_err());
     }
 

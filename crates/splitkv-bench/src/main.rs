@@ -574,6 +574,9 @@ impl<'f> Runner<'f> {
                     self.reopen_fresh()?;
                 }
             }
+            if self.flags.drop_os_cache && !fresh_db && method.is_some() {
+                self.reopen_cold()?;
+            }
             if name == "stats" {
                 println!("\n{}", self.engine_stats());
             }
@@ -626,6 +629,16 @@ impl<'f> Runner<'f> {
         self.tracking.ycsb.clear();
         self.tracking.ycsb_inserts = InsertCounter::new(self.flags.ycsb_records);
         self.tracking.live_known = true;
+        Ok(())
+    }
+
+    /// Closes the database, evicts it from the OS page cache and opens it again.
+    fn reopen_cold(&mut self) -> BenchResult<()> {
+        if let Some(engine) = self.engine.take() {
+            engine.close()?;
+        }
+        engines::drop_os_cache(&self.flags.db)?;
+        self.engine = Some(engines::open(self.flags)?);
         Ok(())
     }
 

@@ -174,6 +174,29 @@ fn missing_rocksdb_feature() -> BenchError {
 }
 
 /// Bytes of all files under `dir` (the database's footprint on disk).
+/// Evicts every file under `dir` from the OS page cache: written-back first (`fdatasync`), then
+/// dropped (`POSIX_FADV_DONTNEED`), so the next reads of the database go to the device. Pages a
+/// process still maps stay cached, so the engine must be closed first.
+pub fn drop_os_cache(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            drop_os_cache(&entry.path())?;
+            continue;
+        }
+        let file = std::fs::File::open(entry.path())?;
+        file.sync_data()?;
+        #[allow(unsafe_code)]
+        // SAFETY: the descriptor is owned by `file`, which outlives the call.
+        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
+        }
+    }
+    Ok(())
+}
+
 pub fn disk_usage(dir: &std::path::Path) -> std::io::Result<u64> {
     let mut total = 0;
     for entry in std::fs::read_dir(dir)? {
