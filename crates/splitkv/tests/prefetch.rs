@@ -2,8 +2,10 @@
 //! shows (and what a `BTreeMap` model says), in both directions, across seeks and direction
 //! changes, with writes landing between steps and concurrently, and at older snapshots.
 //! Key-only cursors show the same keys and read values lazily. A damaged value surfaces at the
-//! same key with or without prefetch. (Value-log GC does not exist yet; when it does, this
-//! scenario should also run with GC relocating values under open iterators.)
+//! same key with or without prefetch. Each scenario runs on the OS file system (values in the
+//! page cache: the cursor copies them itself) and on an in-memory one that reports every file as
+//! uncached (values go through the prefetch pool). GC relocating values under open cursors is
+//! covered by the model test (`tests/model.rs`), whose scans also alternate between the two paths.
 
 mod common;
 
@@ -57,6 +59,32 @@ fn current(it: &DbIterator) -> Option<(Vec<u8>, Vec<u8>)> {
 
 fn options(threshold: usize, prefetch_threads: usize) -> Options {
     Options { prefetch_threads, ..small_options(threshold) }
+}
+
+/// Where a scenario's database lives.
+#[derive(Clone, Copy, Debug)]
+enum Storage {
+    /// A temporary directory: values are in the page cache.
+    Os,
+    /// In memory, every file reported as uncached.
+    Uncached,
+}
+
+impl Storage {
+    /// Opens a database with `opts`; the guard keeps a temporary directory alive.
+    fn open(self, opts: Options) -> Result<(Db, Option<tempfile::TempDir>)> {
+        match self {
+            Storage::Os => {
+                let dir = tempfile::tempdir()?;
+                Ok((Db::open(dir.path(), opts)?, Some(dir)))
+            }
+            Storage::Uncached => {
+                let mem = MemFileSystem::new();
+                mem.set_uncached(true);
+                Ok((Db::open("/db", Options { fs: Arc::new(mem), ..opts })?, None))
+            }
+        }
+    }
 }
 
 fn random_key(rng: &mut SmallRng) -> Vec<u8> {
@@ -167,11 +195,10 @@ fn compare_cursors(
     Ok(())
 }
 
-fn run_random_case(seed: u64, threshold: usize, prefetch_threads: usize) -> Result<()> {
-    let ctx = format!("seed {seed} threshold {threshold} threads {prefetch_threads}");
+fn run_random_case(seed: u64, threshold: usize, prefetch_threads: usize, storage: Storage) -> Result<()> {
+    let ctx = format!("seed {seed} threshold {threshold} threads {prefetch_threads} {storage:?}");
     let mut rng = SmallRng::seed_from_u64(seed);
-    let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options(threshold, prefetch_threads))?;
+    let (db, _dir) = storage.open(options(threshold, prefetch_threads))?;
     let mut live = Model::new();
     let mut snapshots = Vec::new();
     for round in 0..6 {
@@ -200,8 +227,8 @@ fn run_random_case(seed: u64, threshold: usize, prefetch_threads: usize) -> Resu
 fn prefetching_cursors_match_plain_cursors_and_the_model() -> Result<()> {
     for seed in 1..=3u64 {
         for threshold in THRESHOLDS {
-            for threads in [0, 3] {
-                run_random_case(seed * 1000 + threshold.min(9999) as u64, threshold, threads)?;
+            for (threads, storage) in [(0, Storage::Os), (3, Storage::Os), (3, Storage::Uncached)] {
+                run_random_case(seed * 1000 + threshold.min(9999) as u64, threshold, threads, storage)?;
             }
         }
     }
@@ -210,8 +237,14 @@ fn prefetching_cursors_match_plain_cursors_and_the_model() -> Result<()> {
 
 #[test]
 fn bounded_ranges_match_with_and_without_prefetch() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options(0, 2))?;
+    for storage in [Storage::Os, Storage::Uncached] {
+        bounded_ranges_match(storage)?;
+    }
+    Ok(())
+}
+
+fn bounded_ranges_match(storage: Storage) -> Result<()> {
+    let (db, _dir) = storage.open(options(0, 2))?;
     for i in 0..2000 {
         db.put(key(i), value_for(i, 100 + (i as usize % 7) * 300))?;
     }
@@ -234,8 +267,15 @@ fn bounded_ranges_match_with_and_without_prefetch() -> Result<()> {
 
 #[test]
 fn scan_under_concurrent_writers_sees_exactly_its_snapshot() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let db = Arc::new(Db::open(dir.path(), options(0, 4))?);
+    for storage in [Storage::Os, Storage::Uncached] {
+        scan_under_concurrent_writers(storage)?;
+    }
+    Ok(())
+}
+
+fn scan_under_concurrent_writers(storage: Storage) -> Result<()> {
+    let (db, _dir) = storage.open(options(0, 4))?;
+    let db = Arc::new(db);
     for i in 0..3000 {
         db.put(key(i), value_for(i, 600))?;
     }
@@ -326,20 +366,27 @@ fn damaged_value_surfaces_at_the_same_key_with_and_without_prefetch() -> Result<
     let segment = mem.file_names(Path::new("/db")).into_iter().find(|n| n.ends_with(".vlog")).expect("a segment");
     let path = Path::new("/db").join(segment);
     mem.flip_byte(&path, mem.file_size(&path)? / 3)?;
-    for forward in [true, false] {
+    for (forward, uncached) in [(true, false), (false, false), (true, true), (false, true)] {
+        mem.set_uncached(uncached);
         let plain = scan_until_error(&db, false, forward);
         let fast = scan_until_error(&db, true, forward);
         assert!(plain.1, "the damage must be reported");
-        assert_eq!(fast, plain, "forward {forward}");
+        assert_eq!(fast, plain, "forward {forward} uncached {uncached}");
     }
     Ok(())
 }
 
 #[test]
 fn short_scans_after_seeks_match() -> Result<()> {
+    for storage in [Storage::Os, Storage::Uncached] {
+        short_scans_after_seeks(storage)?;
+    }
+    Ok(())
+}
+
+fn short_scans_after_seeks(storage: Storage) -> Result<()> {
     // Like YCSB E: seek, then a few nexts; read-ahead starts and is abandoned constantly.
-    let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options(0, 2))?;
+    let (db, _dir) = storage.open(options(0, 2))?;
     for i in 0..3000 {
         db.put(key(i * 2), value_for(i, 500))?;
     }

@@ -174,7 +174,13 @@ impl OsRandomAccessFile {
         // SAFETY: both structs match the kernel's layout and outlive the call; the descriptor is
         // owned by `self.file`.
         let rc = unsafe {
-            libc::syscall(SYS_CACHESTAT, self.file.as_raw_fd(), &range as *const CachestatRange, &mut stat as *mut Cachestat, 0)
+            libc::syscall(
+                SYS_CACHESTAT,
+                self.file.as_raw_fd(),
+                &range as *const CachestatRange,
+                &mut stat as *mut Cachestat,
+                0,
+            )
         };
         if rc == 0 {
             return Some(stat.nr_cache >= pages);
@@ -332,4 +338,30 @@ impl FileSystem for OsFileSystem {
 
 fn parent_or_self(path: &Path) -> PathBuf {
     path.parent().map(Path::to_path_buf).unwrap_or_else(|| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freshly_written_bytes_are_cached_and_hinted_reads_stay_exact() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..64 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut file = OsFileSystem.create(&path)?;
+        file.append(&data)?;
+        file.sync()?;
+        let reader = OsFileSystem.open(&path)?;
+        // Just written, so in the page cache, whether the kernel answers by cachestat or mincore.
+        assert!(reader.is_cached(0, data.len() as u64));
+        assert!(reader.is_cached(1000, 10));
+        assert!(reader.is_cached(0, 0));
+        reader.will_need(4096, 8192);
+        reader.will_need(60_000, 1 << 20); // past the end: still only a hint
+        let mut buf = vec![0u8; 3000];
+        reader.read_exact_at(5000, &mut buf)?;
+        assert_eq!(buf, data[5000..8000]);
+        Ok(())
+    }
 }

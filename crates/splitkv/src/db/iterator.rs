@@ -1,0 +1,395 @@
+//! [`DbIterator`], the cursor over a database, and [`RangeIter`], its owning `Iterator` form.
+//!
+//! A cursor reads each value when it lands on its key, from the index cursor directly or, once
+//! it moves sequentially, from the read-ahead windows of `read_ahead`.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::read_ahead::{
+    walk, BufferedValue, Cursor, Movement, WalkPlan, Walked, Window, FIRST_WINDOW_ENTRIES, MAX_WINDOW_ENTRIES,
+    PREFETCH_AFTER_MOVES,
+};
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::options::ReadOptions;
+use crate::snapshot::Snapshot;
+use crate::stats::Counters;
+use crate::types::{EscapedBytes, ValueKind, ValuePointer};
+use crate::vlog::prefetch::Task;
+
+/// A cursor over the database in key order, both directions.
+///
+/// Unpositioned when created; movement returns errors (I/O, corruption) instead of hiding them,
+/// and after an error the cursor must be re-seeked.
+///
+/// Values: by default the value is loaded when the cursor lands on its key, so [`value`] is
+/// infallible. With [`ReadOptions::keys_only`] nothing is read from the value log: [`value`] is
+/// empty and [`read_value`] reads the current value on demand (the lazy path).
+///
+/// Read-ahead ([`ReadOptions::prefetch`], on by default): after [`PREFETCH_AFTER_MOVES`] steps in
+/// one direction the cursor walks the index ahead in windows of growing size and issues the reads
+/// of the windows' separated values on the database's prefetch threads, coalescing values that
+/// are near each other in the log. Halfway through a window the next one is walked on a
+/// prefetch thread while the rest of the current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
+/// a change of direction drops the read-ahead.
+///
+/// [`value`]: DbIterator::value
+/// [`read_value`]: DbIterator::read_value
+pub struct DbIterator {
+    db: Arc<DbInner>,
+    /// The index cursor; `None` only while a read-ahead walk holds it (`next_walk` is set).
+    cursor: Option<Cursor>,
+    /// The current value (empty for separated values under `keys_only`).
+    value: Bytes,
+    /// Read-ahead mode: the entries being visited. `None`: the cursor is on the current entry.
+    window: Option<Window>,
+    /// The walk producing the window after the current one, started halfway through it.
+    next_walk: Option<Arc<Task<Walked>>>,
+    keys_only: bool,
+    prefetch: bool,
+    last_move: Option<Movement>,
+    moves_in_a_row: u32,
+    next_window_entries: usize,
+    /// Entries in the windows walked since read-ahead last started.
+    scanned: usize,
+    _snapshot: Option<Snapshot>,
+}
+
+impl DbIterator {
+    pub(super) fn new(db: Arc<DbInner>, cursor: Cursor, opts: ReadOptions) -> Self {
+        DbIterator {
+            db,
+            cursor: Some(cursor),
+            value: Bytes::new(),
+            window: None,
+            next_walk: None,
+            keys_only: opts.keys_only,
+            prefetch: opts.prefetch,
+            last_move: None,
+            moves_in_a_row: 0,
+            next_window_entries: FIRST_WINDOW_ENTRIES,
+            scanned: 0,
+            _snapshot: opts.snapshot,
+        }
+    }
+
+    /// True if positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.window.is_some() || self.cursor.as_ref().is_some_and(|c| c.valid())
+    }
+
+    /// Positions on the first key.
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.reposition(|c| c.seek_to_first())
+    }
+
+    /// Positions on the last key.
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.reposition(|c| c.seek_to_last())
+    }
+
+    /// Positions on the first key `>= key`.
+    pub fn seek(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
+        let key = key.as_ref();
+        self.reposition(|c| c.seek(key))
+    }
+
+    /// Moves to the next key.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<()> {
+        self.step(Movement::Forward)
+    }
+
+    /// Moves to the previous key.
+    pub fn prev(&mut self) -> Result<()> {
+        self.step(Movement::Backward)
+    }
+
+    /// The current key. Only meaningful while `valid()`.
+    pub fn key(&self) -> &[u8] {
+        match &self.window {
+            Some(w) => w.key(w.pos),
+            None => self.home_cursor().key(),
+        }
+    }
+
+    /// The current value; empty for every entry under [`ReadOptions::keys_only`].
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    /// The current value, read from the value log now if the cursor did not load it
+    /// ([`ReadOptions::keys_only`]); otherwise a cheap handle to the loaded value.
+    pub fn read_value(&mut self) -> Result<Bytes> {
+        if !self.valid() {
+            return Err(Error::InvalidArgument("the iterator is not positioned on an entry".into()));
+        }
+        if !self.keys_only {
+            return Ok(self.value.clone());
+        }
+        let pointer = match &self.window {
+            Some(w) => match &w.entries[w.pos].value {
+                BufferedValue::Inline(range) => return Ok(w.inline_values.slice(range.clone())),
+                BufferedValue::Separated(request) => Some(w.requests[*request].pointer),
+                BufferedValue::Malformed => None,
+            },
+            None => {
+                let cursor = self.home_cursor();
+                if cursor.value_kind() != ValueKind::Pointer {
+                    return Ok(Bytes::copy_from_slice(cursor.raw_value()));
+                }
+                ValuePointer::decode(cursor.raw_value())
+            }
+        };
+        let pointer = pointer.ok_or_else(|| self.malformed_pointer())?;
+        self.db.read_pointer(&pointer, self.key())
+    }
+
+    fn home_cursor(&self) -> &Cursor {
+        self.cursor.as_ref().expect("the cursor is home whenever no read-ahead window is active")
+    }
+
+    fn home_cursor_mut(&mut self) -> &mut Cursor {
+        self.cursor.as_mut().expect("the cursor is home whenever no read-ahead window is active")
+    }
+
+    fn malformed_pointer(&self) -> Error {
+        Error::corruption(&self.db.dir, 0, format!("malformed value pointer for key {}", EscapedBytes(self.key())))
+    }
+
+    /// Ends read-ahead: takes the cursor back from a walk in progress and drops the windows.
+    fn stop_read_ahead(&mut self) {
+        self.window = None;
+        if let Some(walk) = self.next_walk.take() {
+            // A walk nobody started is dropped with its window; otherwise wait for the cursor.
+            let walked = walk.wait();
+            self.cursor = Some(walked.cursor);
+        }
+    }
+
+    fn reposition(&mut self, seek: impl FnOnce(&mut Cursor) -> Result<()>) -> Result<()> {
+        self.stop_read_ahead();
+        self.last_move = None;
+        self.moves_in_a_row = 0;
+        self.next_window_entries = FIRST_WINDOW_ENTRIES;
+        self.scanned = 0;
+        self.value = Bytes::new();
+        seek(self.home_cursor_mut())?;
+        self.load_value()
+    }
+
+    fn step(&mut self, movement: Movement) -> Result<()> {
+        if let Some(window) = &self.window {
+            if window.movement == movement {
+                return self.advance_window();
+            }
+            // Changing direction: put the cursor back on the current key and step from there.
+            let key = self.key().to_vec();
+            self.stop_read_ahead();
+            self.value = Bytes::new();
+            self.home_cursor_mut().seek(&key)?;
+        }
+        if self.last_move == Some(movement) {
+            self.moves_in_a_row = self.moves_in_a_row.saturating_add(1);
+        } else {
+            self.last_move = Some(movement);
+            self.moves_in_a_row = 1;
+        }
+        self.value = Bytes::new();
+        let cursor = self.home_cursor_mut();
+        match movement {
+            Movement::Forward => cursor.next()?,
+            Movement::Backward => cursor.prev()?,
+        }
+        if self.prefetch && self.moves_in_a_row >= PREFETCH_AFTER_MOVES && self.home_cursor().valid() {
+            return self.start_read_ahead(movement);
+        }
+        self.load_value()
+    }
+
+    fn walk_plan(&mut self, movement: Movement) -> WalkPlan {
+        let max_entries = self.next_window_entries;
+        self.next_window_entries = (max_entries * 2).min(MAX_WINDOW_ENTRIES);
+        let scanned = self.scanned;
+        self.scanned += max_entries;
+        WalkPlan {
+            movement,
+            max_entries,
+            keys_only: self.keys_only,
+            sample_residency: self.window.as_ref().is_some_and(|w| w.reads.is_empty() && !w.requests.is_empty()),
+            scanned,
+            vlog: Arc::clone(&self.db.vlog),
+            pool: Arc::clone(&self.db.prefetch),
+        }
+    }
+
+    /// Switches to read-ahead with the cursor's current entry as the first of the window.
+    fn start_read_ahead(&mut self, movement: Movement) -> Result<()> {
+        let plan = self.walk_plan(movement);
+        let Some(cursor) = self.cursor.take() else {
+            return Err(Error::InvalidArgument("the iterator lost its cursor".into()));
+        };
+        let walked = walk(cursor, true, &plan);
+        self.install(walked)
+    }
+
+    /// Makes a walk's window current, starts the walk after it, and lands on its first entry.
+    fn install(&mut self, walked: Walked) -> Result<()> {
+        let Walked { cursor, mut window } = walked;
+        if window.entries.is_empty() {
+            self.cursor = Some(cursor);
+            return window.error.take().map_or(Ok(()), Err);
+        }
+        self.cursor = Some(cursor);
+        self.window = Some(window);
+        self.land()
+    }
+
+    /// Starts walking the next window once half of the current one is consumed: early enough to
+    /// overlap with the rest of it, late enough that a short scan does not pay for a window it
+    /// never reaches.
+    fn start_next_walk_if_due(&mut self) {
+        let Some(window) = &self.window else { return };
+        if self.next_walk.is_some() || window.is_last() || window.pos * 2 + 1 < window.entries.len() {
+            return;
+        }
+        let plan = self.walk_plan(window.movement);
+        if let Some(cursor) = self.cursor.take() {
+            self.next_walk = Some(self.db.prefetch.submit(move || walk(cursor, false, &plan)));
+        }
+    }
+
+    fn advance_window(&mut self) -> Result<()> {
+        let Some(window) = self.window.as_mut() else { return Ok(()) };
+        self.value = Bytes::new();
+        if window.pos + 1 < window.entries.len() {
+            window.pos += 1;
+            return self.land();
+        }
+        let error = window.error.take();
+        self.window = None;
+        match self.next_walk.take() {
+            Some(walk) => self.install(walk.wait()),
+            // The last window: the cursor is home and invalid (exhausted or failed).
+            None => error.map_or(Ok(()), Err),
+        }
+    }
+
+    /// Loads the value of the window entry the cursor is on.
+    fn land(&mut self) -> Result<()> {
+        self.start_next_walk_if_due();
+        let Some(window) = self.window.as_mut().filter(|_| !self.keys_only) else { return Ok(()) };
+        let entry = &window.entries[window.pos];
+        let request = match &entry.value {
+            BufferedValue::Inline(range) => {
+                self.value = window.inline_values.slice(range.clone());
+                return Ok(());
+            }
+            BufferedValue::Separated(request) => *request,
+            BufferedValue::Malformed => return Err(self.malformed_pointer()),
+        };
+        let prefetched = window.request_slots[request].and_then(|(task, slot)| {
+            let results = window.read_results[task].get_or_insert_with(|| window.reads[task].wait());
+            results.get_mut(slot).and_then(Option::take)
+        });
+        Counters::add(&self.db.counters.vlog_reads, 1);
+        self.value = match prefetched {
+            Some(value) => value,
+            // In memory, or the prefetch failed: a plain read gives the value or the real error.
+            None => {
+                let pointer = window.requests[request].pointer;
+                self.db.vlog.read(&pointer, window.key(window.pos))?
+            }
+        };
+        Ok(())
+    }
+
+    /// Loads the value of the entry the (home) cursor is on.
+    fn load_value(&mut self) -> Result<()> {
+        let cursor = self.home_cursor();
+        if !cursor.valid() || self.keys_only {
+            self.value = Bytes::new();
+            return Ok(());
+        }
+        self.value = match cursor.value_kind() {
+            ValueKind::Pointer => {
+                let ptr = ValuePointer::decode(cursor.raw_value()).ok_or_else(|| self.malformed_pointer())?;
+                self.db.read_pointer(&ptr, cursor.key())?
+            }
+            _ => Bytes::copy_from_slice(cursor.raw_value()),
+        };
+        Ok(())
+    }
+}
+
+impl Drop for DbIterator {
+    fn drop(&mut self) {
+        if let Some(walk) = self.next_walk.take() {
+            walk.cancel();
+        }
+    }
+}
+
+/// An owning iterator over a key range, yielding `Result<(key, value)>` in key order.
+///
+/// After an error it yields that error once and then ends.
+pub struct RangeIter {
+    cursor: DbIterator,
+    start: Option<Bound<Vec<u8>>>,
+    end: Bound<Vec<u8>>,
+    done: bool,
+}
+
+impl RangeIter {
+    /// Yields the entries of `cursor` from `start` (not yet sought) up to `end`.
+    pub(super) fn new(cursor: DbIterator, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self {
+        RangeIter { cursor, start: Some(start), end, done: false }
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        match self.start.take() {
+            None => self.cursor.next(),
+            Some(Bound::Unbounded) => self.cursor.seek_to_first(),
+            Some(Bound::Included(k)) => self.cursor.seek(&k),
+            Some(Bound::Excluded(k)) => {
+                self.cursor.seek(&k)?;
+                if self.cursor.valid() && self.cursor.key() == k.as_slice() {
+                    self.cursor.next()?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Iterator for RangeIter {
+    type Item = Result<(Bytes, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if let Err(e) = self.advance() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        if !self.cursor.valid() {
+            self.done = true;
+            return None;
+        }
+        let key = self.cursor.key();
+        let past_end = match &self.end {
+            Bound::Included(end) => key > end.as_slice(),
+            Bound::Excluded(end) => key >= end.as_slice(),
+            Bound::Unbounded => false,
+        };
+        if past_end {
+            self.done = true;
+            return None;
+        }
+        Some(Ok((Bytes::copy_from_slice(key), self.cursor.value.clone())))
+    }
+}

@@ -1,0 +1,276 @@
+//! Read-ahead for scans (WiscKey §3.3.1): the windows of entries a [`DbIterator`] walks ahead of
+//! its position, and the walk that fills one.
+//!
+//! A window holds the next entries' keys and inline values and, for separated values, the
+//! reads that fetch them. Values already in memory are left for the cursor to copy when it lands
+//! on them; the others have their loads started in the background ([`ValueLog::will_need`]) and
+//! are read on the shared prefetch pool, coalesced where they are near each other in the log.
+//!
+//! [`DbIterator`]: super::DbIterator
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::error::Error;
+use crate::iter::db_iter::DbIter;
+use crate::iter::InternalIterator;
+use crate::types::{SegmentId, ValueKind, ValuePointer};
+use crate::vlog::prefetch::{plan_reads, PrefetchPool, Task, ValueRequest};
+use crate::vlog::ValueLog;
+
+/// Consecutive moves in one direction after which a cursor starts reading ahead; a seek
+/// followed by one step does not pay for a read-ahead it will not use.
+pub(super) const PREFETCH_AFTER_MOVES: u32 = 2;
+/// Entries in the first read-ahead window; each following window doubles, so a short scan
+/// wastes little and a long one quickly reaches full parallelism.
+pub(super) const FIRST_WINDOW_ENTRIES: usize = 16;
+/// While a scan's values are in memory, one in this many has its residency checked.
+pub(super) const RESIDENCY_SAMPLE: usize = 16;
+/// Read-around for long scans, and how many of the scan's values such a chunk must be expected
+/// to hold (see [`readaround`]).
+pub(super) const MAX_READAROUND: u64 = 64 << 10;
+pub(super) const READAROUND_MIN_HITS: u64 = 2;
+/// Most entries in one read-ahead window.
+pub(super) const MAX_WINDOW_ENTRIES: usize = 1024;
+/// A window ends once its separated values add up to this many bytes: large values get short
+/// windows, and an iterator holds at most two windows of values.
+pub(super) const MAX_WINDOW_VALUE_BYTES: u64 = 4 << 20;
+
+pub(super) type Cursor = DbIter<Box<dyn InternalIterator>>;
+
+/// Direction of a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Movement {
+    Forward,
+    Backward,
+}
+
+/// Where a read-ahead entry's value comes from.
+pub(super) enum BufferedValue {
+    /// A range of the window's inline-value arena.
+    Inline(Range<usize>),
+    /// A value in the log: index into the window's read requests.
+    Separated(usize),
+    /// A pointer that does not decode; reported when the cursor lands on it.
+    Malformed,
+}
+
+pub(super) struct BufferedEntry {
+    pub(super) key: Range<usize>,
+    pub(super) value: BufferedValue,
+}
+
+/// Entries read ahead of the cursor, in the order it will visit them, with the value reads
+/// issued for them.
+pub(super) struct Window {
+    pub(super) movement: Movement,
+    pub(super) keys: Bytes,
+    pub(super) inline_values: Bytes,
+    pub(super) entries: Vec<BufferedEntry>,
+    pub(super) requests: Arc<[ValueRequest]>,
+    /// Per request: the read task holding it and its position in that task's result; `None` for
+    /// values in memory, which the cursor copies itself when it lands on them.
+    pub(super) request_slots: Vec<Option<(usize, usize)>>,
+    pub(super) reads: Vec<Arc<Task<Vec<Option<Bytes>>>>>,
+    pub(super) read_results: Vec<Option<Vec<Option<Bytes>>>>,
+    /// The error that stopped the walk, reported when the cursor moves past the last entry.
+    pub(super) error: Option<Error>,
+    /// The walk ran out of entries: nothing lies beyond the last one.
+    pub(super) exhausted: bool,
+    /// The entry the user is on.
+    pub(super) pos: usize,
+}
+
+impl Window {
+    pub(super) fn is_last(&self) -> bool {
+        self.exhausted || self.error.is_some()
+    }
+
+    pub(super) fn key(&self, entry: usize) -> &[u8] {
+        &self.keys[self.entries[entry].key.clone()]
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        for read in &self.reads {
+            read.cancel();
+        }
+    }
+}
+
+/// A read-ahead walk's output: the window and the cursor, left on its last entry.
+pub(super) struct Walked {
+    pub(super) cursor: Cursor,
+    pub(super) window: Window,
+}
+
+/// What a read-ahead walk needs besides the cursor.
+#[derive(Clone)]
+pub(super) struct WalkPlan {
+    pub(super) movement: Movement,
+    pub(super) max_entries: usize,
+    pub(super) keys_only: bool,
+    /// Check only a sample of the values' residency (see [`uncached_requests`]).
+    pub(super) sample_residency: bool,
+    /// Entries the scan visited before this window.
+    pub(super) scanned: usize,
+    pub(super) vlog: Arc<ValueLog>,
+    pub(super) pool: Arc<PrefetchPool>,
+}
+
+/// Of a window's value reads, those that may wait on the device (their loads are started by
+/// [`ValueLog::will_need`]); only these go to the pool, since copying a value that is in memory
+/// costs less than handing it to another thread. With `sample`, set while the scan's previous
+/// window was all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and the rest
+/// only if a sampled one is not in memory: a cached scan pays one check in that many.
+fn uncached_requests(vlog: &ValueLog, requests: &[ValueRequest], sample: bool, readaround: u64) -> Vec<usize> {
+    let misses = |i: &usize| !vlog.will_need(&requests[*i].pointer, readaround);
+    if !sample {
+        return (0..requests.len()).filter(misses).collect();
+    }
+    let sampled: Vec<usize> = (0..requests.len()).step_by(RESIDENCY_SAMPLE).filter(misses).collect();
+    if sampled.is_empty() {
+        return sampled;
+    }
+    let sampled_miss = |i: &usize| sampled.binary_search(i).is_ok();
+    (0..requests.len()).filter(|i| if i % RESIDENCY_SAMPLE == 0 { sampled_miss(i) } else { misses(i) }).collect()
+}
+
+/// Bytes loaded around each value that is not in memory, for a scan that has visited `scanned`
+/// entries whose window's values lie within `span` bytes of the log. Loading a large aligned
+/// chunk costs one device read instead of several, but is waste unless the scan will come back
+/// for its neighbours: it pays once, by the scan's own history, the chunk should hold several
+/// of its values ([`READAROUND_MIN_HITS`]). A random load spreads a scan's values over the
+/// whole log, so short scans read only their values and a long scan switches to large reads.
+fn readaround(scanned: usize, span: u64) -> u64 {
+    let expected_hits = scanned as u64 * MAX_READAROUND / span.max(1);
+    if expected_hits >= READAROUND_MIN_HITS {
+        MAX_READAROUND
+    } else {
+        0
+    }
+}
+
+/// Bytes of the log between the first and last of the values of `requests` in each segment,
+/// summed over segments.
+fn log_span(requests: &[ValueRequest]) -> u64 {
+    let mut ranges: BTreeMap<SegmentId, (u64, u64)> = BTreeMap::new();
+    for r in requests {
+        let end = r.pointer.offset + u64::from(r.pointer.len);
+        let range = ranges.entry(r.pointer.segment).or_insert((r.pointer.offset, end));
+        *range = (range.0.min(r.pointer.offset), range.1.max(end));
+    }
+    ranges.values().map(|(start, end)| end - start).sum()
+}
+
+/// Collects up to `plan.max_entries` entries from `cursor` (its current one first if
+/// `include_current`, then stepping in `plan.movement`) and issues the reads of their separated
+/// values on the pool. Errors end the window and are kept for the cursor to report in turn.
+pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -> Walked {
+    let mut keys = Vec::new();
+    let mut inline_values = Vec::new();
+    let mut entries = Vec::new();
+    let mut requests = Vec::new();
+    let mut value_bytes = 0u64;
+    let mut error = None;
+    let mut exhausted = false;
+    let mut step = !include_current;
+    while entries.len() < plan.max_entries && value_bytes < MAX_WINDOW_VALUE_BYTES {
+        if step {
+            let moved = match plan.movement {
+                Movement::Forward => cursor.next(),
+                Movement::Backward => cursor.prev(),
+            };
+            if let Err(e) = moved {
+                error = Some(e);
+                break;
+            }
+        }
+        step = true;
+        if !cursor.valid() {
+            exhausted = true;
+            break;
+        }
+        let key_start = keys.len();
+        keys.extend_from_slice(cursor.key());
+        let key = key_start..keys.len();
+        let raw = cursor.raw_value();
+        let value = match cursor.value_kind() {
+            ValueKind::Pointer => match ValuePointer::decode(raw) {
+                Some(pointer) => {
+                    value_bytes += u64::from(pointer.len);
+                    requests.push(ValueRequest { pointer, key: key.clone() });
+                    BufferedValue::Separated(requests.len() - 1)
+                }
+                None => BufferedValue::Malformed,
+            },
+            _ => {
+                let start = inline_values.len();
+                inline_values.extend_from_slice(raw);
+                BufferedValue::Inline(start..inline_values.len())
+            }
+        };
+        entries.push(BufferedEntry { key, value });
+    }
+    let keys = Bytes::from(keys);
+    let requests: Arc<[ValueRequest]> = requests.into();
+    let mut request_slots = vec![None; requests.len()];
+    let mut reads = Vec::new();
+    if !plan.keys_only && !requests.is_empty() {
+        let readaround = readaround(plan.scanned + entries.len(), log_span(&requests));
+        let uncached = uncached_requests(&plan.vlog, &requests, plan.sample_residency, readaround);
+        for (task, group) in plan_reads(&requests, uncached, plan.pool.threads()).into_iter().enumerate() {
+            for (slot, &request) in group.iter().enumerate() {
+                request_slots[request] = Some((task, slot));
+            }
+            let (vlog, keys, requests) = (Arc::clone(&plan.vlog), keys.clone(), Arc::clone(&requests));
+            reads.push(plan.pool.submit(move || vlog.read_values(&keys, &requests, &group)));
+        }
+    }
+    let window = Window {
+        movement: plan.movement,
+        keys,
+        inline_values: Bytes::from(inline_values),
+        entries,
+        requests,
+        request_slots,
+        read_results: (0..reads.len()).map(|_| None).collect(),
+        reads,
+        error,
+        exhausted,
+        pos: 0,
+    };
+    Walked { cursor, window }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(segment: u64, offset: u64, len: u32) -> ValueRequest {
+        ValueRequest { pointer: ValuePointer { segment: SegmentId(segment), offset, len }, key: 0..0 }
+    }
+
+    #[test]
+    fn log_span_sums_the_extent_of_each_segment() {
+        let requests = [request(1, 1000, 100), request(2, 50, 10), request(1, 200, 100), request(2, 90, 30)];
+        assert_eq!(log_span(&requests), (1100 - 200) + (120 - 50));
+        assert_eq!(log_span(&[]), 0);
+    }
+
+    #[test]
+    fn readaround_starts_once_a_chunk_is_expected_to_hold_several_of_the_scans_values() {
+        let gib = 1u64 << 30;
+        // Values spread over a whole 1 GiB log: a 10 000-entry scan reads only its values,
+        // a 100 000-entry one loads 64 KiB chunks (about six of its values in each).
+        assert_eq!(readaround(10_000, gib), 0);
+        assert_eq!(readaround(100_000, gib), MAX_READAROUND);
+        // Adjacent values (a sequential load): large reads from the first window on.
+        assert_eq!(readaround(16, 16 * 1100), MAX_READAROUND);
+        assert_eq!(readaround(0, 0), 0);
+    }
+}
