@@ -632,9 +632,12 @@ impl<'f> Runner<'f> {
         Ok(())
     }
 
-    /// Closes the database, evicts it from the OS page cache and opens it again.
+    /// Closes the database, evicts it from the OS page cache and opens it again. The memtable is
+    /// written out first: otherwise reopening replays the log's tail and so reads it back into
+    /// the cache.
     fn reopen_cold(&mut self) -> BenchResult<()> {
         if let Some(engine) = self.engine.take() {
+            engine.flush()?;
             engine.close()?;
         }
         engines::drop_os_cache(&self.flags.db)?;

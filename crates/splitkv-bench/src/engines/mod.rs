@@ -78,6 +78,11 @@ pub trait Engine: Send + Sync {
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool>;
     /// Compacts the whole key range.
     fn compact(&self) -> BenchResult<()>;
+    /// Writes the memtable out, so that reopening replays (and reads) no log. LevelDB's C API
+    /// has no flush; its reopen replays at most one write buffer of log.
+    fn flush(&self) -> BenchResult<()> {
+        Ok(())
+    }
     /// Reclaims space held by overwritten and deleted values: splitkv's value-log GC; for
     /// engines without a separate collector, a full compaction.
     fn gc(&self) -> BenchResult<()> {

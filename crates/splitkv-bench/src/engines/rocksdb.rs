@@ -180,6 +180,10 @@ impl Engine for RocksDbEngine {
         Ok(())
     }
 
+    fn flush(&self) -> BenchResult<()> {
+        Ok(self.db.flush()?)
+    }
+
     fn stats_text(&self) -> Option<String> {
         self.db.property_value("rocksdb.stats").ok().flatten()
     }

@@ -191,6 +191,10 @@ impl Engine for SplitkvEngine {
         Ok(self.db.compact_range(None, None)?)
     }
 
+    fn flush(&self) -> BenchResult<()> {
+        Ok(self.db.flush()?)
+    }
+
     fn gc(&self) -> BenchResult<()> {
         self.db.run_gc()?;
         Ok(())

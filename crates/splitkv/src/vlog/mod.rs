@@ -117,14 +117,16 @@ impl ValueLog {
         for (i, &id) in ids.iter().enumerate() {
             let path = segment_file(dir, id);
             let file = fs.open(&path)?;
+            // Pointer reads are random; replay and GC scans switch to sequential while they walk.
+            // Advised before the header is read: under the default advice that first read would
+            // bring in a whole read-ahead window (megabytes) of a segment nobody asked for.
+            file.advise(AccessPattern::Random);
             let len = file.len()?;
             if len >= SEGMENT_HEADER_LEN {
                 read_segment_header(file.as_ref(), &path, Some(id))?;
             } else if i + 1 != ids.len() {
                 return Err(Error::corruption(&path, 0, "segment is shorter than its header"));
             }
-            // Pointer reads are random; replay and GC scans switch to sequential while they walk.
-            file.advise(AccessPattern::Random);
             let segment = Segment { id, path, file, len: AtomicU64::new(len), active: AtomicBool::new(false) };
             segments.insert(id, Arc::new(segment));
         }

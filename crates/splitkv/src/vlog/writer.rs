@@ -19,7 +19,7 @@ use super::record::{encode_segment_header, SEGMENT_HEADER_LEN};
 use super::segment::Segment;
 use crate::error::{Error, Result};
 use crate::filenames::segment_file;
-use crate::fs::{FileSystem, WritableFile};
+use crate::fs::{AccessPattern, FileSystem, WritableFile};
 use crate::types::{LogPosition, SegmentId};
 
 /// The segment currently being appended to.
@@ -132,6 +132,7 @@ impl Writer {
         fs.sync_dir(dir)?;
         bytes_written.fetch_add(SEGMENT_HEADER_LEN, Ordering::Relaxed);
         let reader = fs.open(&path)?;
+        reader.advise(AccessPattern::Random);
         let segment = Arc::new(Segment {
             id,
             path,
