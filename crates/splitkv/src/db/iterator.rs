@@ -4,13 +4,14 @@
 //! it moves sequentially, from the read-ahead windows of `read_ahead`.
 
 use std::ops::Bound;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::read_ahead::{
     walk, BufferedValue, Cursor, Movement, WalkPlan, Walked, Window, FIRST_WINDOW_ENTRIES, MAX_WINDOW_ENTRIES,
-    PREFETCH_AFTER_MOVES,
+    PREFETCH_AFTER_MOVES, PREFETCH_AFTER_MOVES_CACHED, RESIDENCY_SAMPLE,
 };
 use super::DbInner;
 use crate::error::{Error, Result};
@@ -30,10 +31,11 @@ use crate::vlog::prefetch::Task;
 /// empty and [`read_value`] reads the current value on demand (the lazy path).
 ///
 /// Read-ahead ([`ReadOptions::prefetch`], on by default): after [`PREFETCH_AFTER_MOVES`] steps in
-/// one direction the cursor walks the index ahead in windows of growing size and issues the reads
-/// of the windows' separated values on the database's prefetch threads, coalescing values that
-/// are near each other in the log. Halfway through a window the next one is walked on a
-/// prefetch thread while the rest of the current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
+/// one direction ([`PREFETCH_AFTER_MOVES_CACHED`] while the database's values were last seen in
+/// memory) the cursor walks the index ahead in windows of growing size, starts loading the
+/// windows' values that are not in memory and reads those on the database's prefetch threads.
+/// Halfway through a window the next one is walked on a prefetch thread while the rest of the
+/// current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
 /// a change of direction drops the read-ahead.
 ///
 /// [`value`]: DbIterator::value
@@ -204,10 +206,30 @@ impl DbIterator {
             Movement::Forward => cursor.next()?,
             Movement::Backward => cursor.prev()?,
         }
-        if self.prefetch && self.moves_in_a_row >= PREFETCH_AFTER_MOVES && self.home_cursor().valid() {
-            return self.start_read_ahead(movement);
+        if self.prefetch && self.home_cursor().valid() {
+            let cached = self.db.scan_values_cached.load(Ordering::Relaxed);
+            let start_after = if cached { PREFETCH_AFTER_MOVES_CACHED } else { PREFETCH_AFTER_MOVES };
+            if self.moves_in_a_row >= start_after {
+                return self.start_read_ahead(movement);
+            }
+            if cached && self.moves_in_a_row % RESIDENCY_SAMPLE as u32 == 0 {
+                self.sample_residency();
+            }
         }
         self.load_value()
+    }
+
+    /// Checks whether the current value is in memory; if not, read-ahead starts early again.
+    fn sample_residency(&self) {
+        let cursor = self.home_cursor();
+        if cursor.value_kind() != ValueKind::Pointer || self.keys_only {
+            return;
+        }
+        if let Some(pointer) = ValuePointer::decode(cursor.raw_value()) {
+            if !self.db.vlog.will_need(&pointer, 0) {
+                self.db.scan_values_cached.store(false, Ordering::Relaxed);
+            }
+        }
     }
 
     fn walk_plan(&mut self, movement: Movement) -> WalkPlan {
@@ -219,7 +241,7 @@ impl DbIterator {
             movement,
             max_entries,
             keys_only: self.keys_only,
-            sample_residency: self.window.as_ref().is_some_and(|w| w.reads.is_empty() && !w.requests.is_empty()),
+            values_cached: Arc::clone(&self.db.scan_values_cached),
             scanned,
             vlog: Arc::clone(&self.db.vlog),
             pool: Arc::clone(&self.db.prefetch),

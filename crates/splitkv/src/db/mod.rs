@@ -79,6 +79,8 @@ struct DbInner {
     counters: Arc<Counters>,
     /// Value reads issued ahead of sequential iterators.
     prefetch: Arc<PrefetchPool>,
+    /// Whether the values scans checked last were all in memory (see `read_ahead`).
+    scan_values_cached: Arc<AtomicBool>,
     writers: Mutex<VecDeque<Arc<PendingWrite>>>,
     poisoned: Mutex<Option<String>>,
     gc: GarbageCollector,
@@ -218,6 +220,7 @@ impl Db {
             last_sequence,
             counters,
             prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
+            scan_values_cached: Arc::new(AtomicBool::new(false)),
             writers: Mutex::new(VecDeque::new()),
             poisoned: Mutex::new(None),
             gc,

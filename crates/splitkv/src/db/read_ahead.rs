@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -21,13 +22,17 @@ use crate::types::{SegmentId, ValueKind, ValuePointer};
 use crate::vlog::prefetch::{plan_reads, PrefetchPool, Task, ValueRequest};
 use crate::vlog::ValueLog;
 
-/// Consecutive moves in one direction after which a cursor starts reading ahead; a seek
-/// followed by one step does not pay for a read-ahead it will not use.
+/// Consecutive moves in one direction after which a cursor starts reading ahead while the
+/// database's values were last seen outside memory; a seek followed by one step does not pay for
+/// a read-ahead it will not use.
 pub(super) const PREFETCH_AFTER_MOVES: u32 = 2;
+/// The same while values were last seen in memory. There is no I/O to overlap then, only the walk
+/// of the index with the copying of values, which pays on long scans and costs short ones.
+pub(super) const PREFETCH_AFTER_MOVES_CACHED: u32 = 128;
 /// Entries in the first read-ahead window; each following window doubles, so a short scan
 /// wastes little and a long one quickly reaches full parallelism.
 pub(super) const FIRST_WINDOW_ENTRIES: usize = 16;
-/// While a scan's values are in memory, one in this many has its residency checked.
+/// While values are in memory, one in this many has its residency checked.
 pub(super) const RESIDENCY_SAMPLE: usize = 16;
 /// Read-around for long scans, and how many of the scan's values such a chunk must be expected
 /// to hold (see [`readaround`]).
@@ -114,8 +119,9 @@ pub(super) struct WalkPlan {
     pub(super) movement: Movement,
     pub(super) max_entries: usize,
     pub(super) keys_only: bool,
-    /// Check only a sample of the values' residency (see [`uncached_requests`]).
-    pub(super) sample_residency: bool,
+    /// Whether the values recent walks checked were all in memory, shared by the database's
+    /// cursors (see [`uncached_requests`]); this walk reads and updates it.
+    pub(super) values_cached: Arc<AtomicBool>,
     /// Entries the scan visited before this window.
     pub(super) scanned: usize,
     pub(super) vlog: Arc<ValueLog>,
@@ -124,8 +130,8 @@ pub(super) struct WalkPlan {
 
 /// Of a window's value reads, those that may wait on the device (their loads are started by
 /// [`ValueLog::will_need`]); only these go to the pool, since copying a value that is in memory
-/// costs less than handing it to another thread. With `sample`, set while the scan's previous
-/// window was all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and the rest
+/// costs less than handing it to another thread. With `sample`, set while the values recent walks
+/// checked were all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and the rest
 /// only if a sampled one is not in memory: a cached scan pays one check in that many.
 fn uncached_requests(vlog: &ValueLog, requests: &[ValueRequest], sample: bool, readaround: u64) -> Vec<usize> {
     let misses = |i: &usize| !vlog.will_need(&requests[*i].pointer, readaround);
@@ -222,7 +228,9 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
     let mut reads = Vec::new();
     if !plan.keys_only && !requests.is_empty() {
         let readaround = readaround(plan.scanned + entries.len(), log_span(&requests));
-        let uncached = uncached_requests(&plan.vlog, &requests, plan.sample_residency, readaround);
+        let sample = plan.values_cached.load(Ordering::Relaxed);
+        let uncached = uncached_requests(&plan.vlog, &requests, sample, readaround);
+        plan.values_cached.store(uncached.is_empty(), Ordering::Relaxed);
         for (task, group) in plan_reads(&requests, uncached, plan.pool.threads()).into_iter().enumerate() {
             for (slot, &request) in group.iter().enumerate() {
                 request_slots[request] = Some((task, slot));
