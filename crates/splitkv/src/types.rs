@@ -221,6 +221,11 @@ impl ValuePointer {
     /// Largest encoded size, for buffer reservations.
     pub const MAX_ENCODED_LEN: usize = 10 + 10 + 5;
 
+    /// Offset just past the record (saturating: a corrupt pointer must not overflow).
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(u64::from(self.len))
+    }
+
     /// Appends the varint encoding: segment, offset, len.
     pub fn encode_to(&self, dst: &mut Vec<u8>) {
         put_varint64(dst, self.segment.0);

@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::iter::db_iter::DbIter;
 use crate::iter::InternalIterator;
 use crate::types::{SegmentId, ValueKind, ValuePointer};
-use crate::vlog::prefetch::{plan_reads, PrefetchPool, Task, ValueRequest};
+use crate::vlog::prefetch::{chunk, plan_reads, PrefetchPool, Task, ValueRequest};
 use crate::vlog::ValueLog;
 
 /// Consecutive moves in one direction after which a cursor starts reading ahead while the
@@ -134,16 +134,46 @@ pub(super) struct WalkPlan {
 /// checked were all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and the rest
 /// only if a sampled one is not in memory: a cached scan pays one check in that many.
 fn uncached_requests(vlog: &ValueLog, requests: &[ValueRequest], sample: bool, readaround: u64) -> Vec<usize> {
-    let misses = |i: &usize| !vlog.will_need(&requests[*i].pointer, readaround);
+    let mut check = ResidencyCheck { vlog, readaround, last: None };
     if !sample {
-        return (0..requests.len()).filter(misses).collect();
+        return (0..requests.len()).filter(|&i| check.misses(&requests[i].pointer)).collect();
     }
-    let sampled: Vec<usize> = (0..requests.len()).step_by(RESIDENCY_SAMPLE).filter(misses).collect();
+    let sampled: Vec<usize> =
+        (0..requests.len()).step_by(RESIDENCY_SAMPLE).filter(|&i| check.misses(&requests[i].pointer)).collect();
     if sampled.is_empty() {
         return sampled;
     }
-    let sampled_miss = |i: &usize| sampled.binary_search(i).is_ok();
-    (0..requests.len()).filter(|i| if i % RESIDENCY_SAMPLE == 0 { sampled_miss(i) } else { misses(i) }).collect()
+    (0..requests.len())
+        .filter(|&i| {
+            if i % RESIDENCY_SAMPLE == 0 {
+                sampled.binary_search(&i).is_ok()
+            } else {
+                check.misses(&requests[i].pointer)
+            }
+        })
+        .collect()
+}
+
+/// Residency checks over a window, remembering the last chunk checked: consecutive values in one
+/// chunk (small values, a sequential load) share one check instead of a system call each.
+struct ResidencyCheck<'a> {
+    vlog: &'a ValueLog,
+    readaround: u64,
+    /// The last chunk checked and whether it was in memory.
+    last: Option<(SegmentId, (u64, u64), bool)>,
+}
+
+impl ResidencyCheck<'_> {
+    fn misses(&mut self, ptr: &ValuePointer) -> bool {
+        if let Some((segment, (start, end), cached)) = self.last {
+            if segment == ptr.segment && start <= ptr.offset && ptr.end() <= end {
+                return !cached;
+            }
+        }
+        let cached = self.vlog.will_need(ptr, self.readaround);
+        self.last = Some((ptr.segment, chunk(ptr, self.readaround), cached));
+        !cached
+    }
 }
 
 /// Bytes loaded around each value that is not in memory, for a scan that has visited `scanned`

@@ -225,6 +225,16 @@ pub fn plan_reads(requests: &[ValueRequest], mut order: Vec<usize>, jobs: usize)
     groups
 }
 
+/// The aligned stretch of the log that [`ValueLog::will_need`] checks and loads for `ptr`: the
+/// `readaround` bytes around it, or at least the pages it occupies.
+pub fn chunk(ptr: &ValuePointer, readaround: u64) -> (u64, u64) {
+    let align = readaround.max(PAGE);
+    (ptr.offset / align * align, ptr.end().next_multiple_of(align))
+}
+
+/// The granularity of residency: a memory page.
+const PAGE: u64 = 4096;
+
 /// True if `next` is close enough after `prev` in the same segment to be read together.
 fn continues(prev: &ValuePointer, next: &ValuePointer) -> bool {
     prev.segment == next.segment
@@ -233,20 +243,22 @@ fn continues(prev: &ValuePointer, next: &ValuePointer) -> bool {
 }
 
 impl ValueLog {
-    /// Announces that the record at `ptr` will be read soon. True if reading it will not wait
-    /// for the device: its bytes are in memory (page cache or write buffer), or the pointer is
-    /// one a read rejects anyway. Otherwise starts loading the aligned `readaround` bytes around
-    /// it (at least the record) in the background and returns false.
+    /// Announces that the record at `ptr` will be read soon, together with the rest of its
+    /// [`chunk`]. True if reading the record will not wait for the device: the chunk is in
+    /// memory (page cache or write buffer), or the pointer is one a read rejects anyway.
+    /// Otherwise starts loading the chunk in the background and returns false.
     pub fn will_need(&self, ptr: &ValuePointer, readaround: u64) -> bool {
         let Some(segment) = self.segments.read().get(&ptr.segment).cloned() else { return true };
-        let end = ptr.offset.saturating_add(u64::from(ptr.len));
         let readable = segment.readable_len();
-        if ptr.offset < SEGMENT_HEADER_LEN || end > readable || segment.file.is_cached(ptr.offset, u64::from(ptr.len)) {
+        if ptr.offset < SEGMENT_HEADER_LEN || ptr.end() > readable {
             return true;
         }
-        let align = readaround.max(1);
-        let start = ptr.offset / align * align;
-        segment.file.will_need(start, end.next_multiple_of(align).min(readable) - start);
+        let (start, end) = chunk(ptr, readaround);
+        let len = end.min(readable) - start;
+        if segment.file.is_cached(start, len) {
+            return true;
+        }
+        segment.file.will_need(start, len);
         false
     }
 
