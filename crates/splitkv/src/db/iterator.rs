@@ -212,7 +212,7 @@ impl DbIterator {
             if self.moves_in_a_row >= start_after {
                 return self.start_read_ahead(movement);
             }
-            if cached && self.moves_in_a_row % RESIDENCY_SAMPLE as u32 == 0 {
+            if cached && self.moves_in_a_row.is_multiple_of(RESIDENCY_SAMPLE as u32) {
                 self.sample_residency();
             }
         }

@@ -261,7 +261,7 @@ struct Readahead {
     /// The block index of the last load.
     last: Option<usize>,
     /// The file range the last hint covered.
-    hinted: (u64, u64),
+    hinted: Option<(u64, u64)>,
     size: u64,
 }
 
@@ -274,7 +274,7 @@ impl Readahead {
         if !forward && !backward {
             self.sequential = 0;
             self.size = FIRST_TABLE_READAHEAD;
-            self.hinted = (0, 0);
+            self.hinted = None;
             return;
         }
         self.sequential += 1;
@@ -283,26 +283,31 @@ impl Readahead {
         }
         // Hint the next stretch once the cursor is past the middle of the last one, so that it
         // is loaded before the cursor gets there.
-        let (lo, hi) = self.hinted;
         let end = handle.offset + handle.size;
         let range = if forward {
-            if lo <= handle.offset && end <= lo + (hi - lo) / 2 {
+            if self.hinted.is_some_and(|(lo, hi)| end <= lo + (hi - lo) / 2) {
                 return;
             }
-            let start = if (lo..hi).contains(&handle.offset) { hi } else { handle.offset };
+            let start = match self.hinted {
+                Some((_, hi)) if handle.offset < hi => hi,
+                _ => handle.offset,
+            };
             (start, (start + self.size).min(file_len))
         } else {
-            if handle.offset >= lo + (hi - lo) / 2 && end <= hi {
+            if self.hinted.is_some_and(|(lo, hi)| handle.offset >= lo + (hi - lo) / 2) {
                 return;
             }
-            let stop = if lo < end && end <= hi { lo } else { end };
+            let stop = match self.hinted {
+                Some((lo, _)) if end > lo => lo,
+                _ => end,
+            };
             (stop.saturating_sub(self.size), stop)
         };
         if range.1 <= range.0 {
             return;
         }
         file.will_need(range.0, range.1 - range.0);
-        self.hinted = range;
+        self.hinted = Some(range);
         self.size = (self.size * 2).min(MAX_TABLE_READAHEAD);
     }
 }
@@ -424,5 +429,61 @@ impl InternalIterator for TableIterator {
             Some(d) => d.value(),
             None => &[],
         }
+    }
+}
+
+#[cfg(test)]
+mod readahead_tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Records the hints it is given.
+    #[derive(Default)]
+    struct Hints(Mutex<Vec<(u64, u64)>>);
+
+    impl RandomAccessFile for Hints {
+        fn read_exact_at(&self, _offset: u64, _buf: &mut [u8]) -> Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> Result<u64> {
+            Ok(1 << 30)
+        }
+        fn will_need(&self, offset: u64, len: u64) {
+            self.0.lock().unwrap().push((offset, len));
+        }
+    }
+
+    fn block(i: usize) -> BlockHandle {
+        BlockHandle { offset: i as u64 * 4096, size: 4000 }
+    }
+
+    #[test]
+    fn sequential_loads_hint_ahead_in_growing_stretches_and_jumps_reset() {
+        let file = Hints::default();
+        let mut ra = Readahead::default();
+        for i in 0..40 {
+            ra.on_load(&file, i, block(i), 1 << 30);
+        }
+        let hints = file.0.lock().unwrap().clone();
+        // Nothing before two sequential loads, then 16 KiB from block 2, then stretches that
+        // start where the last ended and double up to 256 KiB.
+        assert_eq!(hints[0], (2 * 4096, 16 << 10));
+        for pair in hints.windows(2) {
+            assert_eq!(pair[1].0, pair[0].0 + pair[0].1, "stretches are contiguous: {hints:?}");
+            assert!(pair[1].1 >= pair[0].1 && pair[1].1 <= MAX_TABLE_READAHEAD);
+        }
+        // Every block loaded after the first hint was hinted before it was loaded.
+        let hinted_to = hints.last().map(|(o, l)| o + l).unwrap();
+        assert!(hinted_to >= block(39).offset + 4000);
+
+        // A jump (a seek elsewhere) hints nothing; backward steps hint the bytes before.
+        file.0.lock().unwrap().clear();
+        ra.on_load(&file, 100, block(100), 1 << 30);
+        ra.on_load(&file, 99, block(99), 1 << 30);
+        assert!(file.0.lock().unwrap().is_empty());
+        ra.on_load(&file, 98, block(98), 1 << 30);
+        let back = file.0.lock().unwrap().clone();
+        assert_eq!(back, vec![(block(98).offset + 4000 - (16 << 10), 16 << 10)]);
     }
 }
