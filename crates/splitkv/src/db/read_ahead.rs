@@ -288,10 +288,7 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(segment: u64, offset: u64, len: u32) -> ValueRequest {
-        ValueRequest { pointer: ValuePointer { segment: SegmentId(segment), offset, len }, key: 0..0 }
-    }
+    use crate::vlog::prefetch::test_request as request;
 
     #[test]
     fn log_span_sums_the_extent_of_each_segment() {

@@ -324,16 +324,19 @@ fn value_in_span(span: &Bytes, span_start: u64, ptr: &ValuePointer, key: &[u8]) 
     Some(span.slice(start + value.start..start + value.end))
 }
 
+/// A request for the record at `offset` of `segment`, for tests.
+#[cfg(test)]
+pub(crate) fn test_request(segment: u64, offset: u64, len: u32) -> ValueRequest {
+    let pointer = ValuePointer { segment: crate::types::SegmentId(segment), offset, len };
+    ValueRequest { pointer, key: 0..0 }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use super::test_request as request;
     use super::*;
-    use crate::types::SegmentId;
-
-    fn request(segment: u64, offset: u64, len: u32) -> ValueRequest {
-        ValueRequest { pointer: ValuePointer { segment: SegmentId(segment), offset, len }, key: 0..0 }
-    }
 
     #[test]
     fn plan_keeps_adjacent_records_in_one_group_and_sorts_by_position() {
