@@ -4,8 +4,8 @@
 //! Key-only cursors show the same keys and read values lazily. A damaged value surfaces at the
 //! same key with or without prefetch. Each scenario runs on the OS file system (values in the
 //! page cache: the cursor copies them itself) and on an in-memory one that reports every file as
-//! uncached (values go through the prefetch pool). GC relocating values under open cursors is
-//! covered by the model test (`tests/model.rs`), whose scans also alternate between the two paths.
+//! uncached (values go through the prefetch pool). GC relocates values under open cursors here
+//! and in the model test (`tests/model.rs`), whose scans also alternate between the two paths.
 
 mod common;
 
@@ -404,6 +404,62 @@ fn short_scans_after_seeks(storage: Storage) -> Result<()> {
             assert_eq!(current(&it), Some((key(expected * 2), value_for(expected, 500))));
             it.next()?;
         }
+    }
+    Ok(())
+}
+
+#[test]
+fn cursors_read_on_through_gc_relocations_and_overwrites() -> Result<()> {
+    for (storage, forward) in
+        [(Storage::Os, true), (Storage::Os, false), (Storage::Uncached, true), (Storage::Uncached, false)]
+    {
+        let (db, _dir) = storage.open(Options { background_gc: false, ..options(0, 3) })?;
+        let n = 3000u64;
+        // Half the keys overwritten once: every segment holds garbage and live values to move.
+        for i in 0..n {
+            db.put(key(i), value_for(i, 300))?;
+        }
+        for i in (0..n).step_by(2) {
+            db.put(key(i), value_for(i + n, 300))?;
+        }
+        let expected: Vec<_> = (0..n).map(|i| (key(i), value_for(if i % 2 == 0 { i + n } else { i }, 300))).collect();
+        let mut fast = db.iter(ReadOptions { prefetch: true, ..ReadOptions::default() })?;
+        let mut plain = db.iter(ReadOptions { prefetch: false, ..ReadOptions::default() })?;
+        let mut seen = [Vec::new(), Vec::new()];
+        for (it, seen) in [&mut fast, &mut plain].into_iter().zip(&mut seen) {
+            if forward {
+                it.seek_to_first()?;
+            } else {
+                it.seek_to_last()?;
+            }
+            seen.push(current(it));
+        }
+        for step in 1..n {
+            if step == 700 {
+                // Overwrite a third of the keys and collect: GC relocates the live values of
+                // the cursors' segments to new ones while both cursors are mid-scan.
+                for i in (0..n).step_by(3) {
+                    db.put(key(i), b"overwritten")?;
+                }
+                let outcome = db.run_gc()?;
+                assert!(outcome.records_relocated > 0, "{storage:?}: GC relocated nothing: {outcome:?}");
+            }
+            for (it, seen) in [&mut fast, &mut plain].into_iter().zip(&mut seen) {
+                if forward {
+                    it.next()?;
+                } else {
+                    it.prev()?;
+                }
+                seen.push(current(it));
+            }
+        }
+        let [fast_seen, plain_seen] = seen;
+        let mut want: Vec<_> = expected.into_iter().map(Some).collect();
+        if !forward {
+            want.reverse();
+        }
+        assert!(plain_seen == want, "{storage:?} forward {forward}: plain cursor differs from its snapshot");
+        assert!(fast_seen == want, "{storage:?} forward {forward}: prefetching cursor differs from its snapshot");
     }
     Ok(())
 }
