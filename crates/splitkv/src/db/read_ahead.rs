@@ -36,13 +36,13 @@ pub(super) const FIRST_WINDOW_ENTRIES: usize = 16;
 pub(super) const RESIDENCY_SAMPLE: usize = 16;
 /// Read-around for long scans, and how many of the scan's values such a chunk must be expected
 /// to hold (see [`readaround`]).
-pub(super) const MAX_READAROUND: u64 = 64 << 10;
-pub(super) const READAROUND_MIN_HITS: u64 = 2;
+const MAX_READAROUND: u64 = 64 << 10;
+const READAROUND_MIN_HITS: u64 = 2;
 /// Most entries in one read-ahead window.
 pub(super) const MAX_WINDOW_ENTRIES: usize = 1024;
 /// A window ends once its separated values add up to this many bytes: large values get short
 /// windows, and an iterator holds at most two windows of values.
-pub(super) const MAX_WINDOW_VALUE_BYTES: u64 = 4 << 20;
+const MAX_WINDOW_VALUE_BYTES: u64 = 4 << 20;
 
 pub(super) type Cursor = DbIter<Box<dyn InternalIterator>>;
 
@@ -63,6 +63,7 @@ pub(super) enum BufferedValue {
     Malformed,
 }
 
+/// One entry of a window: its key (a range of the window's key arena) and where its value is.
 pub(super) struct BufferedEntry {
     pub(super) key: Range<usize>,
     pub(super) value: BufferedValue,
