@@ -30,12 +30,11 @@ use crate::vlog::prefetch::Task;
 /// infallible. With [`ReadOptions::keys_only`] nothing is read from the value log: [`value`] is
 /// empty and [`read_value`] reads the current value on demand (the lazy path).
 ///
-/// Read-ahead ([`ReadOptions::prefetch`], on by default): after [`PREFETCH_AFTER_MOVES`] steps in
-/// one direction ([`PREFETCH_AFTER_MOVES_CACHED`] while the database's values were last seen in
-/// memory) the cursor walks the index ahead in windows of growing size, starts loading the
-/// windows' values that are not in memory and reads those on the database's prefetch threads.
-/// Halfway through a window the next one is walked on a prefetch thread while the rest of the
-/// current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
+/// Read-ahead ([`ReadOptions::prefetch`], on by default): after two steps in one direction (128
+/// while the database's values were last seen in memory) the cursor walks the index ahead in
+/// windows of growing size, starts loading the windows' values that are not in memory and reads
+/// those on the database's prefetch threads. Halfway through a window the next one is walked on
+/// a prefetch thread while the rest of the current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
 /// a change of direction drops the read-ahead.
 ///
 /// [`value`]: DbIterator::value
