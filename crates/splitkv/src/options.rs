@@ -176,8 +176,9 @@ pub struct Options {
     /// Verify block checksums on every read (blocks are always verified when first loaded).
     pub paranoid_checks: bool,
     /// Threads, shared by all iterators of the database, that read values ahead of sequential
-    /// scans (started on first use). `0` disables parallel prefetch: iterators still read ahead
-    /// and coalesce adjacent values, but on their own thread.
+    /// scans when those values are not in memory (started on first use). `0` disables parallel
+    /// prefetch: iterators still read ahead, start background loads and coalesce adjacent
+    /// values, but copy them on their own thread.
     pub prefetch_threads: usize,
 }
 
@@ -287,8 +288,10 @@ pub struct ReadOptions {
     /// Iterators read no values: `value()` is empty for every entry, and
     /// `DbIterator::read_value` reads the current one on demand.
     pub keys_only: bool,
-    /// Iterators that move repeatedly in one direction read the next values ahead, in parallel
-    /// on the database's prefetch threads, coalescing values that are adjacent in the value log.
+    /// Iterators that move repeatedly in one direction read ahead: the next values that are not
+    /// in memory start loading in the background and are read in parallel on the database's
+    /// prefetch threads, coalescing values adjacent in the value log; values in memory are
+    /// copied when the cursor reaches them.
     pub prefetch: bool,
 }
 
