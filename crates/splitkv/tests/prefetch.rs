@@ -279,6 +279,8 @@ fn scan_under_concurrent_writers(storage: Storage) -> Result<()> {
     for i in 0..3000 {
         db.put(key(i), value_for(i, 600))?;
     }
+    // Round 0 reads a snapshot taken before any concurrent write: exactly the 3000 keys.
+    let mut before_writes = Some(db.snapshot());
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
@@ -295,7 +297,7 @@ fn scan_under_concurrent_writers(storage: Storage) -> Result<()> {
         })
     };
     for round in 0..4 {
-        let snap = db.snapshot();
+        let snap = before_writes.take().unwrap_or_else(|| db.snapshot());
         let read = ReadOptions { snapshot: Some(snap), ..ReadOptions::default() };
         let mut fast = db.iter(ReadOptions { prefetch: true, ..read.clone() })?;
         let mut plain = db.iter(ReadOptions { prefetch: false, ..read })?;
