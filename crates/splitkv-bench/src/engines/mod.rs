@@ -12,6 +12,9 @@ pub mod leveldb;
 pub mod rocksdb;
 pub mod splitkv;
 
+use std::io;
+use std::path::Path;
+
 use crate::flags::{EngineKind, Flags};
 
 /// Errors from an engine or its setup, as text: the harness only reports them.
@@ -178,36 +181,43 @@ fn missing_rocksdb_feature() -> BenchError {
         .into()
 }
 
-/// Bytes of all files under `dir` (the database's footprint on disk).
 /// Evicts every file under `dir` from the OS page cache: written-back first (`fdatasync`), then
 /// dropped (`POSIX_FADV_DONTNEED`), so the next reads of the database go to the device. Pages a
 /// process still maps stay cached, so the engine must be closed first.
-pub fn drop_os_cache(dir: &std::path::Path) -> std::io::Result<()> {
+pub fn drop_os_cache(dir: &Path) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            drop_os_cache(&entry.path())?;
-            continue;
-        }
+    visit_files(dir, &mut |entry| {
         let file = std::fs::File::open(entry.path())?;
         file.sync_data()?;
         #[allow(unsafe_code)]
         // SAFETY: the descriptor is owned by `file`, which outlives the call.
         let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         if rc != 0 {
-            return Err(std::io::Error::from_raw_os_error(rc));
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        Ok(())
+    })
+}
+
+/// Bytes of all files under `dir` (the database's footprint on disk).
+pub fn disk_usage(dir: &Path) -> io::Result<u64> {
+    let mut total = 0;
+    visit_files(dir, &mut |entry| {
+        total += entry.metadata()?.len();
+        Ok(())
+    })?;
+    Ok(total)
+}
+
+/// Calls `visit` on every file under `dir`, descending into subdirectories.
+fn visit_files(dir: &Path, visit: &mut dyn FnMut(&std::fs::DirEntry) -> io::Result<()>) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            visit_files(&entry.path(), visit)?;
+        } else {
+            visit(&entry)?;
         }
     }
     Ok(())
-}
-
-pub fn disk_usage(dir: &std::path::Path) -> std::io::Result<u64> {
-    let mut total = 0;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let metadata = entry.metadata()?;
-        total += if metadata.is_dir() { disk_usage(&entry.path())? } else { metadata.len() };
-    }
-    Ok(total)
 }

@@ -197,9 +197,9 @@ fn readaround(scanned: usize, span: u64) -> u64 {
 fn log_span(requests: &[ValueRequest]) -> u64 {
     let mut ranges: BTreeMap<SegmentId, (u64, u64)> = BTreeMap::new();
     for r in requests {
-        let end = r.pointer.offset + u64::from(r.pointer.len);
-        let range = ranges.entry(r.pointer.segment).or_insert((r.pointer.offset, end));
-        *range = (range.0.min(r.pointer.offset), range.1.max(end));
+        let (start, end) = (r.pointer.offset, r.pointer.end());
+        let range = ranges.entry(r.pointer.segment).or_insert((start, end));
+        *range = (range.0.min(start), range.1.max(end));
     }
     ranges.values().map(|(start, end)| end - start).sum()
 }

@@ -237,9 +237,7 @@ const PAGE: u64 = 4096;
 
 /// True if `next` is close enough after `prev` in the same segment to be read together.
 fn continues(prev: &ValuePointer, next: &ValuePointer) -> bool {
-    prev.segment == next.segment
-        && next.offset >= prev.offset
-        && next.offset <= prev.offset + u64::from(prev.len) + MAX_READ_GAP
+    prev.segment == next.segment && next.offset >= prev.offset && next.offset <= prev.end() + MAX_READ_GAP
 }
 
 impl ValueLog {
@@ -272,11 +270,11 @@ impl ValueLog {
         while start < indices.len() {
             let first = requests[indices[start]].pointer;
             let mut end = start + 1;
-            let mut run_end = first.offset + u64::from(first.len);
+            let mut run_end = first.end();
             while end < indices.len() {
                 let next = requests[indices[end]].pointer;
                 let prev = requests[indices[end - 1]].pointer;
-                let next_end = next.offset + u64::from(next.len);
+                let next_end = next.end();
                 if !continues(&prev, &next) || next_end.max(run_end) - first.offset > MAX_READ_LEN {
                     break;
                 }
