@@ -42,6 +42,12 @@ pub enum Error {
     #[error("database at {} is locked by another process", .0.display())]
     Locked(PathBuf),
 
+    /// The value log is over its space budget and garbage collection cannot bring it back
+    /// under (the message says why: live data fills the budget, a reader pins old segments, or
+    /// the collector stopped).
+    #[error("no space: {0}")]
+    NoSpace(String),
+
     /// The database has been closed.
     #[error("database is closed")]
     Closed,

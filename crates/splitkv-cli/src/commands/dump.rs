@@ -13,7 +13,8 @@ use splitkv::iter::InternalIterator;
 use splitkv::sstable::{Table, TableOptions};
 use splitkv::types::{parse_internal_key, FileNumber, InternalKey, ValueKind, ValuePointer};
 use splitkv::version::manifest::{read_current, read_records};
-use splitkv::version::{FileMetaData, VersionEdit};
+use splitkv::version::{FileMetaData, VersionEdit, VersionSet};
+use splitkv::Options;
 use splitkv::vlog::{scan_segment, RecordKind};
 
 use super::{os_fs, print_json, CliError, Exit, Output};
@@ -106,11 +107,18 @@ pub fn sst(path: &Path, out: Output) -> Result<Exit, CliError> {
 }
 
 /// Dumps every record of a value-log segment.
+///
+/// Runs of dead records that the MANIFEST beside the segment records as skipped (their bytes
+/// may be punched out) are listed, not read.
 pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
-    let scan = scan_segment(os_fs().as_ref(), path)?;
+    let skipped = recorded_skips(path);
+    let scan = scan_segment(os_fs().as_ref(), path, &skipped)?;
     let id = scan.segment_id();
     if !out.json {
         outln!("{}: segment {id}", path.display());
+        for (start, end) in &skipped {
+            outln!("skipped {start}..{end} (dead records, punched out)");
+        }
     }
     let mut records = Vec::new();
     let mut failure = None;
@@ -147,6 +155,7 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
         print_json(&json!({
             "file": path.display().to_string(),
             "segment": id.0,
+            "skipped": skipped.iter().map(|(start, end)| json!({ "start": start, "end": end })).collect::<Vec<_>>(),
             "records": records,
             "error": failure.as_ref().map(ToString::to_string),
         }));
@@ -155,6 +164,20 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
         Some(e) => Err(e.into()),
         None => Ok(Exit::Success),
     }
+}
+
+/// The skipped ranges the MANIFEST in the segment's directory records for it; none if there is
+/// no readable MANIFEST there (a copied segment is then read in full).
+fn recorded_skips(path: &Path) -> Vec<(u64, u64)> {
+    let (Some(dir), Some(FileKind::Segment(id))) =
+        (path.parent(), path.file_name().and_then(|n| n.to_str()).and_then(parse_file_name))
+    else {
+        return Vec::new();
+    };
+    VersionSet::recover(os_fs(), dir, Options::default().num_levels)
+        .ok()
+        .and_then(|versions| versions.segments().get(&id).map(|meta| meta.skipped.clone()))
+        .unwrap_or_default()
 }
 
 /// The MANIFEST to dump: the file itself, or the one `CURRENT` names when given a directory.
@@ -251,6 +274,12 @@ fn print_edit(offset: u64, edit: &VersionEdit, style: ByteStyle) {
     for (id, bytes) in &edit.segment_garbage {
         outln!("  segment {id} garbage +{bytes} bytes");
     }
+    for s in &edit.garbage_surveys {
+        outln!("  segment {} garbage = {} bytes (survey, horizon @{})", s.segment, s.garbage_bytes, s.horizon);
+    }
+    for (id, start, end) in &edit.skipped_ranges {
+        outln!("  segment {id} skip {start}..{end} (dead records, punched)");
+    }
 }
 
 fn edit_json(offset: u64, edit: &VersionEdit, style: ByteStyle) -> Value {
@@ -268,5 +297,10 @@ fn edit_json(offset: u64, edit: &VersionEdit, style: ByteStyle) -> Value {
         "removed_segments": edit.removed_segments.iter().map(|id| id.0).collect::<Vec<_>>(),
         "segment_garbage": edit.segment_garbage.iter()
             .map(|(id, bytes)| json!({ "segment": id.0, "bytes": bytes })).collect::<Vec<_>>(),
+        "garbage_surveys": edit.garbage_surveys.iter()
+            .map(|s| json!({ "segment": s.segment.0, "bytes": s.garbage_bytes, "horizon": s.horizon.0 }))
+            .collect::<Vec<_>>(),
+        "skipped_ranges": edit.skipped_ranges.iter()
+            .map(|(id, start, end)| json!({ "segment": id.0, "start": start, "end": end })).collect::<Vec<_>>(),
     })
 }

@@ -77,7 +77,7 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
     let mut tail = Tail::default();
     for &id in segment_ids.iter().filter(|&&id| id >= head.segment) {
         let path = segment_file(dir, id);
-        let scanned = scan_segment(fs.as_ref(), &path).and_then(|scan| {
+        let scanned = scan_segment(fs.as_ref(), &path, &[]).and_then(|scan| {
             for item in scan {
                 let (offset, rec) = item?;
                 if id == head.segment && offset < head.offset {

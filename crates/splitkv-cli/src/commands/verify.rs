@@ -109,7 +109,8 @@ pub fn run(dir: &Path, files_only: bool, out: Output) -> Result<Exit, CliError> 
             }
             _ => None,
         };
-        torn_tail |= check_segment(&segment_file(dir, id), may_be_torn_from, &mut report);
+        let skipped = versions.as_ref().and_then(|v| v.segments().get(&id)).map(|m| m.skipped.clone()).unwrap_or_default();
+        torn_tail |= check_segment(&segment_file(dir, id), &skipped, may_be_torn_from, &mut report);
     }
     drop(lock);
 
@@ -203,9 +204,11 @@ fn check_table(path: &Path, report: &mut Report) {
 /// Scans one segment; returns true if it ends in a torn record at or after `may_be_torn_from`,
 /// which is noted rather than counted as a problem: a crash in the middle of an append leaves
 /// exactly that, and recovery drops it.
-fn check_segment(path: &Path, may_be_torn_from: Option<u64>, report: &mut Report) -> bool {
+/// Ranges the MANIFEST records as skipped (runs of dead records, possibly punched out) are not
+/// read.
+fn check_segment(path: &Path, skipped: &[(u64, u64)], may_be_torn_from: Option<u64>, report: &mut Report) -> bool {
     report.segments += 1;
-    let scan = match scan_segment(os_fs().as_ref(), path) {
+    let scan = match scan_segment(os_fs().as_ref(), path, skipped) {
         Ok(scan) => scan,
         Err(e) => {
             report.problems.push(Problem::from_error(e, path));
@@ -216,7 +219,8 @@ fn check_segment(path: &Path, may_be_torn_from: Option<u64>, report: &mut Report
         match item {
             Ok(_) => report.records += 1,
             Err(Error::Corruption { offset, reason, .. })
-                if may_be_torn_from.is_some_and(|from| offset >= from) && reason.starts_with("file ends inside") =>
+                if may_be_torn_from.is_some_and(|from| offset >= from)
+                    && (reason.starts_with("file ends inside") || zeros_to_end(path, offset)) =>
             {
                 report.notes.push(format!(
                     "{} ends in a torn record at offset {offset} ({reason}); recovery drops it",
@@ -309,4 +313,11 @@ fn print_report(dir: &Path, report: &Report, out: Output) {
             n => format!("{n} problems"),
         }
     );
+}
+
+/// True if the file holds only zero bytes from `offset` on: the tail ext4 can leave after a
+/// power loss, which recovery treats as torn.
+fn zeros_to_end(path: &Path, offset: u64) -> bool {
+    let Ok(bytes) = os_fs().read_all(path) else { return false };
+    usize::try_from(offset).ok().and_then(|at| bytes.get(at..)).is_some_and(|rest| rest.iter().all(|&b| b == 0))
 }

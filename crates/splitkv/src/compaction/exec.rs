@@ -9,7 +9,6 @@
 //! Outputs are synced one by one; the caller syncs the directory and publishes them in one
 //! MANIFEST edit, so a crash mid-compaction leaves only unreferenced files behind.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -140,14 +139,26 @@ pub struct CompactionContext<'a> {
 pub struct CompactionResult {
     /// New tables for `level + 1`.
     pub outputs: Vec<FileMetaData>,
-    /// Value-log bytes made garbage, per segment.
-    pub garbage: BTreeMap<SegmentId, u64>,
+    /// Value-log records whose last reference this compaction dropped.
+    pub garbage: Vec<DroppedPointer>,
     /// Table bytes read.
     pub bytes_read: u64,
     /// Table bytes written.
     pub bytes_written: u64,
     /// Entries dropped.
     pub dropped_entries: u64,
+}
+
+/// A dropped version's value-log record, now garbage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DroppedPointer {
+    /// Segment holding the record.
+    pub segment: SegmentId,
+    /// Record bytes.
+    pub bytes: u64,
+    /// Sequence number of the next newer version of the key, whose arrival made this one
+    /// garbage: a garbage survey at or past it has counted the record already.
+    pub shadowed_by: SequenceNumber,
 }
 
 /// Runs a (non-trivial) compaction.
@@ -164,11 +175,12 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
 
     let mut sink =
         TableSink::new(ctx.fs, ctx.dir, ctx.table_options, compaction.max_output_file_size, ctx.new_file_number);
-    let mut garbage: BTreeMap<SegmentId, u64> = BTreeMap::new();
+    let mut garbage = Vec::new();
     let mut dropped_entries = 0;
     let mut current_user_key: Option<Vec<u8>> = None;
     // Stripe of the previous (newer) version of the current key; `None` at a key's first version.
     let mut newer_stripe: Option<usize> = None;
+    let mut newer_sequence = SequenceNumber(0);
     let stripe = |seq: SequenceNumber| ctx.snapshots.partition_point(|s| *s < seq);
     let mut grandparent_index = 0;
     let mut overlapped_bytes = 0u64;
@@ -216,13 +228,14 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
             parsed.kind == ValueKind::Deletion && this_stripe == 0 && compaction.is_base_level_for_key(parsed.user_key)
         };
         newer_stripe = Some(this_stripe);
+        let shadowed_by = std::mem::replace(&mut newer_sequence, parsed.sequence);
 
         if drop {
             dropped_entries += 1;
             if parsed.kind == ValueKind::Pointer {
                 let ptr = ValuePointer::decode(input.value())
                     .ok_or_else(|| Error::corruption(ctx.dir, 0, "compaction input has a malformed value pointer"))?;
-                *garbage.entry(ptr.segment).or_default() += u64::from(ptr.len);
+                garbage.push(DroppedPointer { segment: ptr.segment, bytes: u64::from(ptr.len), shadowed_by });
             }
         } else {
             sink.add(ikey, input.value())?;

@@ -47,7 +47,7 @@ use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{Counters, Stats};
 use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::VersionSet;
-use crate::vlog::gc::{policy_for, GarbageCollector, GcHost, GcOutcome, GcSettings, SegmentStats};
+use crate::vlog::gc::{policy_for, punch_ranges, GarbageCollector, GcHost, GcOutcome, GcSettings, SegmentStats};
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
 
@@ -89,6 +89,10 @@ struct DbInner {
     gc_barrier: RwLock<()>,
     gc_stop: AtomicBool,
     gc_wake: (Mutex<()>, Condvar),
+    /// Why the background collector stopped, if it failed.
+    gc_failure: Mutex<Option<String>>,
+    /// Log bytes written and the horizon at the last garbage survey.
+    last_survey: Mutex<(u64, SequenceNumber)>,
     _lock: Box<dyn FileLock>,
 }
 
@@ -147,6 +151,12 @@ impl Db {
             }
         }
         let newest_known = versions.segments().keys().next_back().copied().unwrap_or_default();
+        let recorded_skips: Vec<(SegmentId, Vec<(u64, u64)>)> = versions
+            .segments()
+            .iter()
+            .filter(|(_, meta)| !meta.skipped.is_empty())
+            .map(|(id, meta)| (*id, meta.skipped.clone()))
+            .collect();
         vlog.reserve_ids_below(SegmentId(newest_known.0.max(log_head.segment.0) + 1));
         let mem = Arc::new(Memtable::new(log_head));
         let mut max_sequence = versions.last_sequence();
@@ -209,6 +219,14 @@ impl Db {
                 logical_space_factor: options.gc_logical_space_factor,
             },
         );
+        // Ranges recorded as skipped may not have been punched before a crash (the punch waits
+        // for readers); punching is idempotent, so punch them all again.
+        let live_segments: Vec<SegmentId> = vlog.segments().iter().map(|s| s.id).collect();
+        for (id, ranges) in recorded_skips.iter().filter(|(id, _)| live_segments.contains(id)) {
+            if let Some(bytes) = punch_ranges(fs.as_ref(), &segment_file(&dir, *id), ranges)? {
+                gc.note_punched(*id, bytes);
+            }
+        }
         let background_gc = options.background_gc;
         let prefetch_threads = options.prefetch_threads;
         let inner = Arc::new(DbInner {
@@ -227,6 +245,8 @@ impl Db {
             gc_barrier: RwLock::new(()),
             gc_stop: AtomicBool::new(false),
             gc_wake: (Mutex::new(()), Condvar::new()),
+            gc_failure: Mutex::new(None),
+            last_survey: Mutex::new((0, SequenceNumber(0))),
             _lock: lock,
         });
         let gc_thread = if background_gc {
@@ -318,7 +338,7 @@ impl Db {
         if batch.is_empty() && !opts.sync {
             return Ok(());
         }
-        self.inner.wait_for_log_space();
+        self.inner.wait_for_log_space()?;
         self.inner.submit(PendingWrite::new(batch, opts.sync, false, None))
     }
 
@@ -402,12 +422,25 @@ impl Db {
         self.inner.index.compact_range(begin, end)
     }
 
-    /// Collects value-log garbage now: flushes the memtable, compacts every level so that the
-    /// garbage statistics are exact, then cleans every segment holding garbage. Segments still
-    /// readable by an open snapshot or iterator are released once it is dropped (by a later GC
-    /// run).
+    /// Collects value-log garbage now: seals the active segment and flushes the memtable (so
+    /// every segment can be cleaned), counts every segment's garbage exactly with one walk over
+    /// the index, then cleans every segment holding garbage. Segments and records still readable
+    /// by an open snapshot or iterator are freed once it is dropped (by a later GC run).
+    ///
+    /// The walk counts a version as garbage only when it was shadowed before the oldest open
+    /// reader; while readers are open, a full compaction first drops the versions that fall
+    /// between them (what no reader sees), which counts those too.
     pub fn run_gc(&self) -> Result<GcOutcome> {
-        self.compact_range(None, None)?;
+        self.inner.check_poisoned()?;
+        self.inner.vlog.seal_active().inspect_err(|e| {
+            self.inner.poisoned.lock().get_or_insert_with(|| e.to_string());
+        })?;
+        if self.inner.snapshots.oldest().is_some() {
+            self.compact_range(None, None)?;
+        } else {
+            self.flush()?;
+        }
+        self.inner.survey_garbage()?;
         self.inner.gc.run_to_completion(self.inner.as_ref())
     }
 
@@ -626,22 +659,81 @@ impl DbInner {
 const RELOCATION_BATCH_BYTES: usize = 1 << 20;
 
 impl DbInner {
+    /// Makes every appended log record durable; a failure poisons the write path.
+    fn sync_log(&self) -> Result<()> {
+        self.vlog.sync().inspect_err(|e| {
+            self.poisoned.lock().get_or_insert_with(|| e.to_string());
+        })
+    }
+
     /// With a value-log space budget, holds a writer (before it joins the write queue, so GC's
-    /// own relocations can pass) while the log is over budget and GC can still shrink it.
-    fn wait_for_log_space(&self) {
+    /// own relocations can pass) while the log is over budget and GC can still shrink it. Ends
+    /// with an error, never by waiting forever, when GC cannot: the database is poisoned, the
+    /// collector stopped, or no segment holds garbage a run could free.
+    fn wait_for_log_space(&self) -> Result<()> {
         if self.options.gc_space_budget.is_none() || !self.options.background_gc {
-            return;
+            return Ok(());
         }
         let start = std::time::Instant::now();
-        let mut waited = false;
-        while !self.gc_stop.load(Ordering::Acquire) && self.gc.can_relieve_space(self) {
-            waited = true;
+        let mut surveyed = false;
+        let result = loop {
+            if !self.gc.over_space_trigger_hard(self) {
+                break Ok(());
+            }
+            self.check_poisoned()?;
+            if let Some(reason) = self.gc_failure.lock().clone() {
+                break Err(Error::NoSpace(format!("value log over its space budget and GC stopped: {reason}")));
+            }
+            if self.gc_stop.load(Ordering::Acquire) {
+                break Err(Error::Closed);
+            }
+            if !self.gc.can_relieve_space(self) {
+                // Garbage may exist that nothing has counted yet: count it once, then decide.
+                if !surveyed {
+                    surveyed = true;
+                    self.survey_garbage()?;
+                    continue;
+                }
+                let why = if self.gc.has_deferred_work() {
+                    "cleaned segments wait for older snapshots or iterators to be released"
+                } else {
+                    "no segment holds garbage that GC could free"
+                };
+                break Err(Error::NoSpace(format!(
+                    "value log uses {} bytes of its {}-byte budget and {why}",
+                    self.log_bytes(),
+                    self.options.gc_space_budget.unwrap_or(0)
+                )));
+            }
             self.gc_wake.1.notify_all();
             std::thread::sleep(Duration::from_millis(1));
-        }
-        if waited {
+        };
+        if start.elapsed() > Duration::from_millis(1) {
             Counters::add(&self.counters.stall_gc_micros, start.elapsed().as_micros() as u64);
         }
+        result
+    }
+
+    /// Counts every segment's garbage exactly (see [`Index::survey_garbage`]), seen by no reader:
+    /// versions shadowed before the oldest open snapshot, or before now if there is none.
+    fn survey_garbage(&self) -> Result<()> {
+        let now = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
+        let horizon = self.snapshots.oldest().map_or(now, |oldest| oldest.min(now));
+        self.index.survey_garbage(horizon)?;
+        *self.last_survey.lock() = (self.vlog.bytes_written(), horizon);
+        Ok(())
+    }
+
+    /// True if garbage may have appeared that no survey or compaction has counted: a good
+    /// share of the log was written since the last survey, or the reader that held its horizon
+    /// back is gone.
+    fn survey_due(&self) -> bool {
+        let (written_then, horizon) = *self.last_survey.lock();
+        let written = self.vlog.bytes_written().saturating_sub(written_then);
+        let share = (self.logical_log_bytes() / 8).max(self.options.segment_size / 2);
+        let now = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
+        let reader_gone = self.snapshots.oldest().map_or(now, |oldest| oldest.min(now)) > horizon;
+        written >= share || (reader_gone && written > 0)
     }
 
     /// Bytes the database's files occupy on the medium (holes excluded).
@@ -655,8 +747,9 @@ impl DbInner {
             .sum()
     }
 
-    /// The background GC loop: checks every 100 ms whether a run is due, and paces itself to
-    /// `gc_rate_limit` bytes per second.
+    /// The background GC loop: checks every 100 ms whether a run (or a garbage survey) is due,
+    /// and paces itself to `gc_rate_limit` bytes per second. A failure stops it and is kept, so
+    /// that writers waiting for space learn why none will come.
     fn background_gc(self: Arc<Self>) {
         while !self.gc_stop.load(Ordering::Acquire) {
             {
@@ -670,7 +763,10 @@ impl DbInner {
                 continue;
             }
             let run = self.gc.is_due(self.as_ref()).and_then(|due| {
-                if due {
+                if !due && self.survey_due() {
+                    self.survey_garbage()?;
+                }
+                if due || self.gc.is_due(self.as_ref())? {
                     self.gc.run_once(self.as_ref(), false).map(Some)
                 } else {
                     Ok(None)
@@ -689,7 +785,10 @@ impl DbInner {
                 }
                 Ok(_) => {}
                 // A failed run leaves everything as it was; stop retrying a broken log.
-                Err(_) => break,
+                Err(e) => {
+                    *self.gc_failure.lock() = Some(e.to_string());
+                    break;
+                }
             }
         }
     }
@@ -702,23 +801,36 @@ impl GcHost for DbInner {
     }
 
     fn eligible_segments(&self) -> Result<Vec<SegmentStats>> {
-        let (head, garbage) = self.index.log_garbage();
+        let (head, recorded) = self.index.log_segments();
         let active = self.vlog.head().segment;
         Ok(self
             .vlog
             .segments()
             .into_iter()
             .filter(|s| s.id < head.segment && s.id < active)
-            .map(|s| SegmentStats {
-                id: s.id,
-                size: s.len,
-                garbage_bytes: garbage.get(&s.id).copied().unwrap_or(0),
-                age: active.0.saturating_sub(s.id.0),
+            .map(|s| {
+                let meta = recorded.get(&s.id);
+                let skipped_bytes = meta.map_or(0, |m| m.skipped_bytes());
+                SegmentStats {
+                    id: s.id,
+                    size: s.len,
+                    garbage_bytes: meta.map_or(0, |m| m.garbage_bytes).saturating_sub(skipped_bytes),
+                    skipped_bytes,
+                    age: active.0.saturating_sub(s.id.0),
+                }
             })
             .collect())
     }
 
+    fn skipped_ranges(&self, id: SegmentId) -> Vec<(u64, u64)> {
+        self.index.log_segments().1.get(&id).map(|m| m.skipped.clone()).unwrap_or_default()
+    }
+
     fn log_bytes(&self) -> u64 {
+        self.logical_log_bytes().saturating_sub(self.gc.punched_bytes())
+    }
+
+    fn logical_log_bytes(&self) -> u64 {
         self.vlog.segments().iter().map(|s| s.len).sum()
     }
 
@@ -740,11 +852,21 @@ impl GcHost for DbInner {
         if !batch.is_empty() {
             self.submit(PendingWrite::new(batch, true, false, Some(old)))?;
         }
+        // The victim's other records are dead because newer writes shadow them; those writes
+        // must be durable before the victim goes, or a crash would bring back pointers into it.
+        self.sync_log()?;
         Ok(SequenceNumber(self.last_sequence.load(Ordering::Acquire)))
     }
 
     fn no_reader_older_than(&self, seq: SequenceNumber) -> bool {
         self.snapshots.oldest().is_none_or(|oldest| oldest >= seq)
+    }
+
+    fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<SequenceNumber> {
+        self.sync_log()?;
+        let seq = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
+        self.index.record_skipped(id, ranges)?;
+        Ok(seq)
     }
 
     fn release_segment(&self, id: SegmentId) -> Result<()> {

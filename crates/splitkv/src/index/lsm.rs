@@ -47,9 +47,11 @@ use crate::options::{CompactionPolicyKind, Options};
 use crate::snapshot::SnapshotList;
 use crate::sstable::{BlockCache, TableCache, TableOptions};
 use crate::stats::{Counters, LevelStats, Stats};
-use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind};
-use crate::version::{FileMetaData, Version, VersionEdit, VersionSet};
-use crate::vlog::ValueLog;
+use crate::types::{
+    parse_internal_key, seek_key, FileNumber, LogPosition, SegmentId, SequenceNumber, ValueKind, ValuePointer,
+};
+use crate::version::{FileMetaData, GarbageSurvey, SegmentMeta, Version, VersionEdit, VersionSet};
+use crate::vlog::{ValueLog, SEGMENT_HEADER_LEN};
 
 /// What a reader needs to see one consistent state of the tree.
 pub struct SuperVersion {
@@ -238,6 +240,19 @@ impl Shared {
         SchedulerState { now_ms: self.started.elapsed().as_millis() as u64 }
     }
 
+    /// Publishes an edit of value-log bookkeeping (nothing to publish is fine); a failure
+    /// poisons the index like any failed MANIFEST write.
+    fn log_segment_edit(&self, state: &mut State, edit: VersionEdit) -> Result<()> {
+        if edit.is_empty() {
+            return Ok(());
+        }
+        let result = state.versions.log_and_apply(edit);
+        if let Err(e) = &result {
+            self.set_bg_error(state, e);
+        }
+        result
+    }
+
     fn set_bg_error(&self, state: &mut State, err: &Error) {
         if state.bg_error.is_none() {
             state.bg_error = Some(err.to_string());
@@ -379,8 +394,18 @@ impl Shared {
         edit.last_sequence = Some(SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
         edit.segment_garbage = imm.log_garbage().into_iter().collect();
         let mut state = self.state.lock();
-        let known = state.versions.segments().keys().copied().collect::<HashSet<_>>();
-        edit.added_segments = self.vlog.segments().into_iter().map(|s| s.id).filter(|id| !known.contains(id)).collect();
+        // Every segment before the recorded head was recorded by the flush that moved the head
+        // past it; one of those missing from the MANIFEST now was released by GC, whose file
+        // deletion may still be in progress. Only segments from the head on can be new.
+        let recorded_head = state.versions.log_head().segment;
+        let known = state.versions.segments();
+        edit.added_segments = self
+            .vlog
+            .segments()
+            .into_iter()
+            .map(|s| s.id)
+            .filter(|id| *id >= recorded_head && !known.contains_key(id))
+            .collect();
         state.versions.log_and_apply(edit)
     }
 
@@ -472,7 +497,8 @@ impl Shared {
         for meta in res.outputs {
             edit.new_files.push((level + 1, meta));
         }
-        edit.segment_garbage = res.garbage.into_iter().collect();
+        edit.segment_garbage =
+            state.versions.new_garbage(res.garbage.iter().map(|d| (d.segment, d.bytes, d.shadowed_by)));
         state.versions.log_and_apply(edit)?;
         self.install_super_version(&state);
         Counters::add(&self.counters.compactions, 1);
@@ -625,7 +651,9 @@ impl Index for LsmIndex {
             if !force && !mem_full {
                 return Ok(());
             }
-            if force && state.mem.is_empty() {
+            // An empty memtable is frozen only to move the recorded log head past a sealed
+            // segment (so GC may clean it); otherwise there is nothing to flush.
+            if force && state.mem.is_empty() && state.mem.log_start() == s.vlog.head() {
                 return Ok(());
             }
             if state.imm.is_some() || l0 >= o.level0_stop_writes_trigger {
@@ -709,7 +737,9 @@ impl Index for LsmIndex {
     }
 
     fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.make_room(true)?;
+        // The caller flushed through the write leader. Freezing the memtable here instead would
+        // race the leader: records appended before the freeze but applied after it would land in
+        // the new memtable, behind its log start, and a crash would skip them in replay.
         self.wait_for_flush()?;
         let s = &self.shared;
         let _guard = s.compaction_lock.write();
@@ -758,7 +788,7 @@ impl Index for LsmIndex {
         stats.block_cache_hits = s.block_cache.hits();
         stats.block_cache_misses = s.block_cache.misses();
         stats.manifest_bytes_written = s.state.lock().versions.manifest_bytes_written();
-        let (head, garbage) = self.log_garbage();
+        let (head, segments) = self.log_segments();
         stats.log_head = (head.segment.0, head.offset);
         stats.segments = s
             .vlog
@@ -767,7 +797,7 @@ impl Index for LsmIndex {
             .map(|seg| crate::stats::SegmentStatsReport {
                 id: seg.id.0,
                 bytes: seg.len,
-                garbage_bytes: garbage.get(&seg.id).copied().unwrap_or(0),
+                garbage_bytes: segments.get(&seg.id).map_or(0, |m| m.garbage_bytes),
             })
             .collect();
     }
@@ -804,26 +834,73 @@ impl Index for LsmIndex {
         }
     }
 
-    fn log_garbage(&self) -> (crate::types::LogPosition, BTreeMap<crate::types::SegmentId, u64>) {
+    fn log_segments(&self) -> (LogPosition, BTreeMap<SegmentId, SegmentMeta>) {
         let state = self.shared.state.lock();
-        let garbage = state.versions.segments().iter().map(|(id, m)| (*id, m.garbage_bytes)).collect();
-        (state.versions.log_head(), garbage)
+        (state.versions.log_head(), state.versions.segments().clone())
     }
 
-    fn remove_segments(&self, ids: &[crate::types::SegmentId]) -> Result<()> {
+    fn remove_segments(&self, ids: &[SegmentId]) -> Result<()> {
         let mut state = self.shared.state.lock();
-        let edit = VersionEdit {
-            removed_segments: ids.iter().copied().filter(|id| state.versions.segments().contains_key(id)).collect(),
-            ..VersionEdit::default()
+        let removed_segments: Vec<SegmentId> =
+            ids.iter().copied().filter(|id| state.versions.segments().contains_key(id)).collect();
+        self.shared.log_segment_edit(&mut state, VersionEdit { removed_segments, ..VersionEdit::default() })
+    }
+
+    fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<()> {
+        let mut state = self.shared.state.lock();
+        let skipped_ranges = if state.versions.segments().contains_key(&id) {
+            ranges.iter().map(|&(start, end)| (id, start, end)).collect()
+        } else {
+            Vec::new()
         };
-        if edit.removed_segments.is_empty() {
-            return Ok(());
+        self.shared.log_segment_edit(&mut state, VersionEdit { skipped_ranges, ..VersionEdit::default() })
+    }
+
+    fn survey_garbage(&self, horizon: SequenceNumber) -> Result<()> {
+        let s = &self.shared;
+        // No compaction may publish drops while the survey counts: a drop it counted as live
+        // (shadowed after the horizon) and published before the survey's edit would be erased
+        // by it. Flushes go on; they only touch segments from the log head on.
+        let _no_compactions = s.compaction_lock.write();
+        let head = s.state.lock().versions.log_head();
+        let mut live: BTreeMap<SegmentId, u64> = BTreeMap::new();
+        let mut it = self.iter(false)?;
+        it.seek_to_first()?;
+        let mut key: Option<Vec<u8>> = None;
+        let mut newer: Option<SequenceNumber> = None;
+        while it.valid() {
+            let parsed = parse_internal_key(it.key())
+                .ok_or_else(|| Error::corruption(&s.dir, 0, "malformed internal key in the index"))?;
+            if key.as_deref() != Some(parsed.user_key) {
+                key = Some(parsed.user_key.to_vec());
+                newer = None;
+            }
+            let shadowed = newer.is_some_and(|n| n <= horizon);
+            if !shadowed && parsed.kind == ValueKind::Pointer {
+                let ptr = ValuePointer::decode(it.value())
+                    .ok_or_else(|| Error::corruption(&s.dir, 0, "malformed value pointer in the index"))?;
+                if ptr.segment < head.segment {
+                    *live.entry(ptr.segment).or_default() += u64::from(ptr.len);
+                }
+            }
+            newer = Some(parsed.sequence);
+            it.next()?;
         }
-        let result = state.versions.log_and_apply(edit);
-        if let Err(e) = &result {
-            self.shared.set_bg_error(&mut state, e);
-        }
-        result
+        drop(it);
+        let lengths: BTreeMap<SegmentId, u64> = s.vlog.segments().into_iter().map(|seg| (seg.id, seg.len)).collect();
+        let mut state = s.state.lock();
+        let garbage_surveys = state
+            .versions
+            .segments()
+            .keys()
+            .filter(|id| **id < head.segment)
+            .filter_map(|id| {
+                let records = lengths.get(id)?.saturating_sub(SEGMENT_HEADER_LEN);
+                let live = live.get(id).copied().unwrap_or(0);
+                Some(GarbageSurvey { segment: *id, garbage_bytes: records.saturating_sub(live), horizon })
+            })
+            .collect();
+        s.log_segment_edit(&mut state, VersionEdit { garbage_surveys, ..VersionEdit::default() })
     }
 
     fn shutdown(&self) {

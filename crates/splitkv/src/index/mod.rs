@@ -13,6 +13,7 @@ use crate::iter::InternalIterator;
 use std::collections::BTreeMap;
 
 use crate::stats::Stats;
+use crate::version::SegmentMeta;
 use crate::types::{LogPosition, SegmentId, SequenceNumber, ValueKind, ValuePointer};
 
 /// One committed write, as the index receives it.
@@ -59,10 +60,18 @@ pub trait Index: Send + Sync {
     fn fill_stats(&self, stats: &mut Stats);
     /// An index-specific property (`splitkv.…`).
     fn property(&self, name: &str) -> Option<String>;
-    /// The recovery log head and the known garbage bytes of every recorded segment.
-    fn log_garbage(&self) -> (LogPosition, BTreeMap<SegmentId, u64>);
+    /// The recovery log head and what is recorded about every segment (garbage, skipped ranges).
+    fn log_segments(&self) -> (LogPosition, BTreeMap<SegmentId, SegmentMeta>);
     /// Durably records that value-log segments were removed.
     fn remove_segments(&self, ids: &[SegmentId]) -> Result<()>;
+    /// Durably records runs of dead records `[start, end)` of a segment that scans skip from
+    /// now on (so their bytes may be punched out).
+    fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<()>;
+    /// Counts the garbage of every segment before the recovery log head exactly, by walking
+    /// every version in the index, and records the counts. A version is garbage when its next
+    /// newer version has a sequence number at or below `horizon` (no reader can see it: the
+    /// caller passes the oldest open snapshot or, with none, the last sequence number).
+    fn survey_garbage(&self, horizon: SequenceNumber) -> Result<()>;
     /// Stops background work; later calls may fail.
     fn shutdown(&self);
 }

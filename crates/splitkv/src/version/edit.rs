@@ -30,6 +30,8 @@ const TAG_NEW_FILE: u32 = 6;
 const TAG_ADDED_SEGMENT: u32 = 7;
 const TAG_REMOVED_SEGMENT: u32 = 8;
 const TAG_SEGMENT_GARBAGE: u32 = 9;
+const TAG_SKIPPED_RANGE: u32 = 10;
+const TAG_GARBAGE_SURVEY: u32 = 11;
 
 /// One atomic change to the version state. Fields left `None` or empty change nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -52,6 +54,26 @@ pub struct VersionEdit {
     pub removed_segments: Vec<SegmentId>,
     /// Bytes to ADD to a segment's garbage count (records newly unreachable from the index).
     pub segment_garbage: Vec<(SegmentId, u64)>,
+    /// Runs of whole dead records, `(segment, start, end)`, that no scan reads again: their
+    /// block-aligned interior is (or is about to be) punched out of the file.
+    pub skipped_ranges: Vec<(SegmentId, u64, u64)>,
+    /// Garbage counts SET by a survey of the index (replacing what was counted before).
+    pub garbage_surveys: Vec<GarbageSurvey>,
+}
+
+/// The exact garbage of one segment as a survey of the whole index found it.
+///
+/// `horizon` says which drops the count already includes: every version whose next newer
+/// version has a sequence number at or below it. Later drops of such versions (by compaction)
+/// must not be counted again; drops of versions shadowed after the horizon must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GarbageSurvey {
+    /// The segment surveyed.
+    pub segment: SegmentId,
+    /// Bytes of its records that the index no longer reaches.
+    pub garbage_bytes: u64,
+    /// Versions shadowed at or below this sequence number are counted in `garbage_bytes`.
+    pub horizon: SequenceNumber,
 }
 
 /// Why an encoded edit could not be decoded.
@@ -159,6 +181,18 @@ impl VersionEdit {
             put_varint64(dst, id.0);
             put_varint64(dst, *bytes);
         }
+        for (id, start, end) in &self.skipped_ranges {
+            put_varint32(dst, TAG_SKIPPED_RANGE);
+            put_varint64(dst, id.0);
+            put_varint64(dst, *start);
+            put_varint64(dst, *end);
+        }
+        for survey in &self.garbage_surveys {
+            put_varint32(dst, TAG_GARBAGE_SURVEY);
+            put_varint64(dst, survey.segment.0);
+            put_varint64(dst, survey.garbage_bytes);
+            put_varint64(dst, survey.horizon.0);
+        }
     }
 
     /// The encoding as a new vector.
@@ -216,6 +250,21 @@ impl VersionEdit {
                     let id = SegmentId(cur.varint64("garbage segment")?);
                     let bytes = cur.varint64("garbage bytes")?;
                     edit.segment_garbage.push((id, bytes));
+                }
+                TAG_SKIPPED_RANGE => {
+                    let id = SegmentId(cur.varint64("skipped range segment")?);
+                    let start = cur.varint64("skipped range start")?;
+                    let end = cur.varint64("skipped range end")?;
+                    if start >= end {
+                        return Err(cur.error_at(tag_offset, format!("empty skipped range {start}..{end}")));
+                    }
+                    edit.skipped_ranges.push((id, start, end));
+                }
+                TAG_GARBAGE_SURVEY => {
+                    let segment = SegmentId(cur.varint64("survey segment")?);
+                    let garbage_bytes = cur.varint64("survey garbage bytes")?;
+                    let horizon = SequenceNumber(cur.varint64("survey horizon")?);
+                    edit.garbage_surveys.push(GarbageSurvey { segment, garbage_bytes, horizon });
                 }
                 unknown => return Err(cur.error_at(tag_offset, format!("unknown tag {unknown}"))),
             }

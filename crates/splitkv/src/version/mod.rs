@@ -28,7 +28,7 @@ use std::sync::Arc;
 use crate::types::{compare_internal_keys, seek_key, user_key, FileNumber, InternalKey, SequenceNumber, MAX_SEQUENCE};
 
 pub use builder::VersionBuilder;
-pub use edit::{EditDecodeError, VersionEdit};
+pub use edit::{EditDecodeError, GarbageSurvey, VersionEdit};
 pub use set::{VersionSet, DEFAULT_MAX_MANIFEST_SIZE};
 
 /// What the version layer knows about one SSTable.
@@ -61,10 +61,48 @@ impl FileMetaData {
 }
 
 /// What the version layer knows about one value-log segment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SegmentMeta {
     /// Bytes of records in the segment that no index entry reaches any more.
     pub garbage_bytes: u64,
+    /// Compaction drops of versions shadowed at or below this sequence number are already
+    /// counted in `garbage_bytes` (set by a garbage survey; 0 = none).
+    pub survey_horizon: SequenceNumber,
+    /// Sorted, disjoint runs of whole dead records `[start, end)` that scans skip; their
+    /// block-aligned interiors are punched out of the file.
+    pub skipped: Vec<(u64, u64)>,
+}
+
+impl SegmentMeta {
+    /// Bytes of records inside skipped ranges (already reclaimed or being reclaimed in place).
+    pub fn skipped_bytes(&self) -> u64 {
+        self.skipped.iter().map(|(s, e)| e - s).sum()
+    }
+
+    /// Bytes the punched holes free: the block-aligned interior of every skipped range.
+    pub fn punched_bytes(&self, block: u64) -> u64 {
+        self.skipped.iter().map(|&(s, e)| aligned_interior(s, e, block).map_or(0, |(lo, hi)| hi - lo)).sum()
+    }
+
+    /// Adds a skipped range; overlapping or touching ranges merge.
+    fn add_skipped(&mut self, start: u64, end: u64) {
+        let at = self.skipped.partition_point(|&(_, e)| e < start);
+        let mut merged = (start, end);
+        while let Some(&(s, e)) = self.skipped.get(at) {
+            if s > merged.1 {
+                break;
+            }
+            merged = (merged.0.min(s), merged.1.max(e));
+            self.skipped.remove(at);
+        }
+        self.skipped.insert(at, merged);
+    }
+}
+
+/// The whole `block`-sized blocks inside `[start, end)`, if any: what punching that range frees.
+pub fn aligned_interior(start: u64, end: u64, block: u64) -> Option<(u64, u64)> {
+    let (lo, hi) = (start.div_ceil(block) * block, end / block * block);
+    (hi > lo).then_some((lo, hi))
 }
 
 /// An immutable set of SSTables arranged in levels (see the module header for the invariants).

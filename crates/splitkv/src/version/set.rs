@@ -34,7 +34,7 @@ use crate::types::{FileNumber, InternalKey, LogPosition, SegmentId, SequenceNumb
 
 use super::builder::VersionBuilder;
 use super::manifest::{read_current, read_records, write_current, ManifestWriter};
-use super::{FileMetaData, SegmentMeta, Version, VersionEdit};
+use super::{FileMetaData, GarbageSurvey, SegmentMeta, Version, VersionEdit};
 
 /// MANIFEST size beyond which the next edit starts a new MANIFEST.
 pub const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;
@@ -87,6 +87,17 @@ impl Counters {
         for &(id, bytes) in &edit.segment_garbage {
             if let Some(meta) = self.segments.get_mut(&id) {
                 meta.garbage_bytes = meta.garbage_bytes.saturating_add(bytes);
+            }
+        }
+        for survey in &edit.garbage_surveys {
+            if let Some(meta) = self.segments.get_mut(&survey.segment) {
+                meta.garbage_bytes = survey.garbage_bytes;
+                meta.survey_horizon = survey.horizon;
+            }
+        }
+        for &(id, start, end) in &edit.skipped_ranges {
+            if let Some(meta) = self.segments.get_mut(&id) {
+                meta.add_skipped(start, end);
             }
         }
         for id in &edit.removed_segments {
@@ -322,6 +333,20 @@ impl VersionSet {
         self.counters.log_head
     }
 
+    /// The garbage that dropped value-log records add, per segment, leaving out the records a
+    /// garbage survey of their segment has counted already (shadowed at or below its horizon).
+    pub fn new_garbage(&self, dropped: impl IntoIterator<Item = (SegmentId, u64, SequenceNumber)>) -> Vec<(SegmentId, u64)> {
+        let mut added: BTreeMap<SegmentId, u64> = BTreeMap::new();
+        for (segment, bytes, shadowed_by) in dropped {
+            if let Some(meta) = self.counters.segments.get(&segment) {
+                if shadowed_by > meta.survey_horizon {
+                    *added.entry(segment).or_default() += bytes;
+                }
+            }
+        }
+        added.into_iter().collect()
+    }
+
     /// Live value-log segments and their garbage.
     pub fn segments(&self) -> &BTreeMap<SegmentId, SegmentMeta> {
         &self.counters.segments
@@ -387,6 +412,17 @@ fn snapshot_edit(version: &Version, counters: &Counters) -> VersionEdit {
             .iter()
             .filter(|(_, meta)| meta.garbage_bytes > 0)
             .map(|(&id, meta)| (id, meta.garbage_bytes))
+            .collect(),
+        skipped_ranges: counters
+            .segments
+            .iter()
+            .flat_map(|(&id, meta)| meta.skipped.iter().map(move |&(start, end)| (id, start, end)))
+            .collect(),
+        garbage_surveys: counters
+            .segments
+            .iter()
+            .filter(|(_, meta)| meta.survey_horizon.0 > 0)
+            .map(|(&id, meta)| GarbageSurvey { segment: id, garbage_bytes: meta.garbage_bytes, horizon: meta.survey_horizon })
             .collect(),
     }
 }

@@ -23,15 +23,16 @@
 //!
 //! Thread-safety: policies are stateless; the collector serialises runs with an internal lock.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::filenames::segment_file;
-use crate::fs::{AccessPattern, FileSystem};
+use crate::fs::FileSystem;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
+use crate::version::aligned_interior;
 use crate::vlog::{scan_segment, RecordKind, ReplayedRecord};
 
 /// Block size for hole punching: holes are aligned to it so the file system can free whole blocks.
@@ -42,10 +43,13 @@ pub const PUNCH_BLOCK: u64 = 4096;
 pub struct SegmentStats {
     /// Segment id; ids grow with time, so smaller ids are older.
     pub id: SegmentId,
-    /// Bytes in the segment file.
+    /// Bytes in the segment file (its logical length).
     pub size: u64,
-    /// Bytes of records no longer referenced by the index.
+    /// Bytes of records no longer referenced by the index and not yet reclaimed in place: what
+    /// cleaning the segment would free beyond what punched holes already freed.
     pub garbage_bytes: u64,
+    /// Bytes of dead records already skipped (punched out, or about to be).
+    pub skipped_bytes: u64,
     /// How long ago the segment was written, in segments: the active segment's id minus this id.
     pub age: u64,
 }
@@ -63,14 +67,22 @@ pub trait GcHost: Send + Sync {
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool>;
     /// Statistics of the segments eligible for GC (entirely before the log head, not active).
     fn eligible_segments(&self) -> Result<Vec<SegmentStats>>;
-    /// Bytes of all value-log segment files (their lengths: the logical space in use).
+    /// The runs of dead records of segment `id` that scans skip (sorted, disjoint).
+    fn skipped_ranges(&self, id: SegmentId) -> Vec<(u64, u64)>;
+    /// Bytes the value log occupies on the medium: segment lengths minus punched holes.
     fn log_bytes(&self) -> u64;
+    /// Bytes of all value-log segment files, holes included (the logical space in use).
+    fn logical_log_bytes(&self) -> u64;
     /// Rewrites still-current records at the log head through the write path (re-checking each
-    /// as write leader), syncs, publishes the new pointers; returns the last sequence number
-    /// used (or the current one if nothing was rewritten).
+    /// as write leader), then makes the whole log durable, so that whatever made the victim's
+    /// other records dead survives a crash too; returns the last sequence number published.
     fn relocate(&self, records: Vec<ReplayedRecord>) -> Result<SequenceNumber>;
     /// True if no snapshot or iterator older than `seq` is open.
     fn no_reader_older_than(&self, seq: SequenceNumber) -> bool;
+    /// Makes the log durable (so the writes that killed `ranges` survive a crash), then records
+    /// durably that scans skip those runs of dead records of segment `id` from now on; returns
+    /// the last sequence number published (older readers may still read the records).
+    fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<SequenceNumber>;
     /// Records the segment's removal durably, waits out in-flight point reads, deletes the file.
     fn release_segment(&self, id: SegmentId) -> Result<()>;
     /// File system and directory, for scanning and punching.
@@ -104,7 +116,7 @@ pub struct GcOutcome {
     pub records_relocated: u64,
     /// Value bytes rewritten at the head.
     pub bytes_relocated: u64,
-    /// Bytes freed by hole punching.
+    /// Bytes freed by hole punching (in this run, including punches that waited for readers).
     pub bytes_punched: u64,
     /// Segments deleted in this run (the victim, or earlier victims whose readers are gone).
     pub segments_released: Vec<SegmentId>,
@@ -125,14 +137,25 @@ pub struct GcTotals {
     pub segments_released: u64,
 }
 
+/// Work that must wait until no reader older than `after` is open.
+#[derive(Clone, Debug)]
+enum Deferred {
+    /// Delete a cleaned victim.
+    Release(SegmentId),
+    /// Punch the block-aligned interiors of recorded dead runs.
+    Punch(SegmentId, Vec<(u64, u64)>),
+}
+
 struct CollectorState {
-    /// False once a run copied back almost everything it read: cleaning more would only move
-    /// live data around, so writers must not wait for it.
+    /// False once a run freed almost nothing of what it read: cleaning more would only move
+    /// live data around, so the tail fallback stops until a run frees space again.
     effective: bool,
-    /// Cleaned victims waiting for older readers to finish, with the relocation's sequence.
-    pending_release: Vec<(SegmentId, SequenceNumber)>,
-    /// Garbage bytes a segment had when its holes were last punched.
-    punched_at: HashMap<SegmentId, u64>,
+    /// Set when the file system refused to punch: later runs copy instead.
+    punch_unsupported: bool,
+    /// Work waiting for older readers, with the sequence number they must have passed.
+    deferred: Vec<(Deferred, SequenceNumber)>,
+    /// Bytes punched out of each live segment, so the space budget counts physical bytes.
+    punched: BTreeMap<SegmentId, u64>,
     totals: GcTotals,
 }
 
@@ -154,8 +177,9 @@ impl GarbageCollector {
             settings,
             state: Mutex::new(CollectorState {
                 effective: true,
-                pending_release: Vec::new(),
-                punched_at: HashMap::new(),
+                punch_unsupported: false,
+                deferred: Vec::new(),
+                punched: BTreeMap::new(),
                 totals: GcTotals::default(),
             }),
             run_lock: Mutex::new(()),
@@ -169,15 +193,35 @@ impl GarbageCollector {
 
     /// Segments cleaned but not yet deleted because an older reader is still open.
     pub fn pending_releases(&self) -> Vec<SegmentId> {
-        self.state.lock().pending_release.iter().map(|(id, _)| *id).collect()
+        self.state
+            .lock()
+            .deferred
+            .iter()
+            .filter_map(|(work, _)| match work {
+                Deferred::Release(id) => Some(*id),
+                Deferred::Punch(..) => None,
+            })
+            .collect()
     }
 
-    /// True if the value log exceeds the space budget and GC can still shrink it: there is a
-    /// victim, and the last run freed a meaningful part of what it read.
+    /// Notes bytes punched out of a segment before this collector existed (at open).
+    pub fn note_punched(&self, id: SegmentId, bytes: u64) {
+        *self.state.lock().punched.entry(id).or_default() += bytes;
+    }
+
+    /// Bytes punched out of segments that still exist.
+    pub fn punched_bytes(&self) -> u64 {
+        self.state.lock().punched.values().sum()
+    }
+
+    /// True if work waits for an older reader to go away.
+    pub fn has_deferred_work(&self) -> bool {
+        !self.state.lock().deferred.is_empty()
+    }
+
+    /// True if the value log exceeds the space budget and a run can still shrink it.
     pub fn can_relieve_space(&self, host: &dyn GcHost) -> bool {
-        self.over_space_trigger_hard(host)
-            && self.state.lock().effective
-            && self.pick(host, false, None).is_ok_and(|victim| victim.is_some())
+        self.over_space_trigger_hard(host) && self.pick(host, false, None).is_ok_and(|victim| victim.is_some())
     }
 
     /// True if the value log is over the whole space budget.
@@ -186,12 +230,10 @@ impl GarbageCollector {
     }
 
     /// True if a background run is due: a segment over the garbage ratio, the space trigger
-    /// reached, or a cleaned segment waiting to be released.
+    /// reached, or deferred work whose readers are gone.
     pub fn is_due(&self, host: &dyn GcHost) -> Result<bool> {
-        if !self.state.lock().pending_release.is_empty() {
-            return Ok(true);
-        }
-        Ok(self.pick(host, false, None)?.is_some())
+        let ready = self.state.lock().deferred.iter().any(|(_, seq)| host.no_reader_older_than(*seq));
+        Ok(ready || self.pick(host, false, None)?.is_some())
     }
 
     fn over_space_trigger(&self, host: &dyn GcHost) -> bool {
@@ -203,17 +245,16 @@ impl GarbageCollector {
         if let Some(ids) = among {
             segments.retain(|s| ids.contains(&s.id));
         }
-        {
+        let effective = {
             let state = self.state.lock();
-            // Cleaned segments awaiting release are not picked again; punched ones only once
-            // enough new garbage has accrued.
-            segments.retain(|s| !state.pending_release.iter().any(|(id, _)| *id == s.id));
-            for s in &mut segments {
-                if let Some(&at) = state.punched_at.get(&s.id) {
-                    s.garbage_bytes = s.garbage_bytes.saturating_sub(at);
-                }
-            }
-        }
+            // Segments with deferred work are not picked again until it is done.
+            segments.retain(|s| {
+                !state.deferred.iter().any(|(work, _)| match work {
+                    Deferred::Release(id) | Deferred::Punch(id, _) => *id == s.id,
+                })
+            });
+            state.effective
+        };
         let over_budget = self.over_space_trigger(host);
         let oldest = segments.iter().min_by_key(|s| s.id).copied();
         if !force && !over_budget {
@@ -221,29 +262,45 @@ impl GarbageCollector {
         }
         let active = SegmentId(u64::MAX);
         let victim = self.policy.pick(&segments, active).and_then(|id| segments.into_iter().find(|s| s.id == id));
-        // Garbage becomes known only when compaction drops old versions. A background run over
-        // budget with none known yet cleans the log's tail as WiscKey does (its validity check
-        // finds the garbage), but only while runs free space: on a log of live data that would
-        // copy the same bytes around forever. A forced run (`run_gc`, which compacts first and
-        // so knows the garbage exactly) never takes this fallback.
-        let tail_fallback = over_budget && !force && self.state.lock().effective;
+        // Over budget with no garbage known, clean the log's tail as WiscKey does (its validity
+        // check finds the garbage), but only while runs free space: on a log of live data that
+        // would copy the same bytes around forever. A forced run (`run_gc`, which surveys the
+        // garbage first) never takes this fallback.
+        let tail_fallback = over_budget && !force && effective;
         Ok(victim.or(if tail_fallback { oldest } else { None }))
     }
 
-    /// Releases waiting victims whose older readers are gone.
-    fn release_ready(&self, host: &dyn GcHost, outcome: &mut GcOutcome) -> Result<()> {
-        let ready: Vec<SegmentId> = {
+    /// Does deferred work whose older readers are gone.
+    fn do_ready_work(&self, host: &dyn GcHost, outcome: &mut GcOutcome) -> Result<()> {
+        let ready: Vec<Deferred> = {
             let state = self.state.lock();
-            state.pending_release.iter().filter(|(_, seq)| host.no_reader_older_than(*seq)).map(|(id, _)| *id).collect()
+            state.deferred.iter().filter(|(_, seq)| host.no_reader_older_than(*seq)).map(|(w, _)| w.clone()).collect()
         };
-        for id in ready {
-            host.release_segment(id)?;
+        for work in ready {
+            match &work {
+                Deferred::Release(id) => {
+                    host.release_segment(*id)?;
+                    outcome.segments_released.push(*id);
+                }
+                Deferred::Punch(id, ranges) => {
+                    let (fs, dir) = host.files();
+                    match punch_ranges(fs, &segment_file(dir, *id), ranges)? {
+                        Some(bytes) => {
+                            outcome.bytes_punched += bytes;
+                            *self.state.lock().punched.entry(*id).or_default() += bytes;
+                        }
+                        None => self.state.lock().punch_unsupported = true,
+                    }
+                }
+            }
             let mut state = self.state.lock();
-            state.pending_release.retain(|(p, _)| *p != id);
-            state.punched_at.remove(&id);
-            state.totals.segments_released += 1;
-            outcome.segments_released.push(id);
+            state.deferred.retain(|(w, _)| !same_work(w, &work));
+            if let Deferred::Release(id) = work {
+                state.punched.remove(&id);
+                state.totals.segments_released += 1;
+            }
         }
+        self.state.lock().totals.bytes_punched += outcome.bytes_punched;
         Ok(())
     }
 
@@ -275,31 +332,39 @@ impl GarbageCollector {
     fn run_once_among(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<GcOutcome> {
         let _one_run_at_a_time = self.run_lock.lock();
         let mut outcome = GcOutcome::default();
-        self.release_ready(host, &mut outcome)?;
+        self.do_ready_work(host, &mut outcome)?;
         let Some(victim) = self.pick(host, force, among)? else { return Ok(outcome) };
         outcome.victim = Some(victim.id);
         let (fs, dir) = host.files();
         let path = segment_file(dir, victim.id);
-        let scan = scan_victim(fs, &path, host)?;
+        let skipped = host.skipped_ranges(victim.id);
+        let scan = scan_victim(fs, &path, &skipped, host)?;
         outcome.bytes_read = scan.bytes_read;
 
-        let allocated = fs.allocated_size(&path).unwrap_or(victim.size);
-        let mostly_holes = (allocated as f64) < 0.25 * victim.size as f64;
+        let mostly_holes = (victim.skipped_bytes as f64) > 0.75 * victim.size as f64;
         let logical_room = self
             .settings
             .space_budget
-            .is_none_or(|b| (host.log_bytes() as f64) < b as f64 * self.settings.logical_space_factor);
-        if self.settings.punch_holes && logical_room && !mostly_holes {
-            if let Some(bytes) = punch_dead_ranges(fs, &path, &scan.dead)? {
-                outcome.bytes_punched = bytes;
+            .is_none_or(|b| (host.logical_log_bytes() as f64) < b as f64 * self.settings.logical_space_factor);
+        let punch = self.settings.punch_holes && !self.state.lock().punch_unsupported;
+        if punch && logical_room && !mostly_holes {
+            // Record first, punch later: once recorded, no scan reads the ranges, and a crash
+            // before the punch only leaves dead bytes in place. The punch itself waits for
+            // readers that may still reach the records.
+            let runs = punchable_runs(&scan.dead);
+            let freed: u64 = runs.iter().filter_map(|&(s, e)| aligned_interior(s, e, PUNCH_BLOCK)).map(|(lo, hi)| hi - lo).sum();
+            if !runs.is_empty() {
+                let seq = host.record_skipped(victim.id, &runs)?;
+                self.state.lock().deferred.push((Deferred::Punch(victim.id, runs), seq));
+            }
+            {
                 let mut state = self.state.lock();
-                state.punched_at.insert(victim.id, victim.garbage_bytes);
+                state.effective = freed * 20 >= outcome.bytes_read;
                 state.totals.runs += 1;
                 state.totals.bytes_read += outcome.bytes_read;
-                state.totals.bytes_punched += outcome.bytes_punched;
-                return Ok(outcome);
             }
-            // The file system cannot punch holes: fall back to copying.
+            self.do_ready_work(host, &mut outcome)?;
+            return Ok(outcome);
         }
 
         outcome.records_relocated = scan.live.len() as u64;
@@ -308,30 +373,35 @@ impl GarbageCollector {
         {
             let mut state = self.state.lock();
             state.effective = outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
-            state.pending_release.push((victim.id, seq));
+            state.deferred.push((Deferred::Release(victim.id), seq));
             state.totals.runs += 1;
             state.totals.bytes_read += outcome.bytes_read;
             state.totals.bytes_relocated += outcome.bytes_relocated;
         }
-        self.release_ready(host, &mut outcome)?;
+        self.do_ready_work(host, &mut outcome)?;
         Ok(outcome)
+    }
+}
+
+fn same_work(a: &Deferred, b: &Deferred) -> bool {
+    match (a, b) {
+        (Deferred::Release(x), Deferred::Release(y)) => x == y,
+        (Deferred::Punch(x, r), Deferred::Punch(y, s)) => x == y && r == s,
+        _ => false,
     }
 }
 
 /// A victim's records sorted into live and dead.
 struct VictimScan {
     live: Vec<ReplayedRecord>,
-    /// `(offset, len)` of records nothing points to.
+    /// `(offset, len)` of records nothing points to, in file order.
     dead: Vec<(u64, u64)>,
     bytes_read: u64,
 }
 
-fn scan_victim(fs: &dyn FileSystem, path: &Path, host: &dyn GcHost) -> Result<VictimScan> {
-    if let Ok(file) = fs.open(path) {
-        file.advise(AccessPattern::Sequential);
-    }
+fn scan_victim(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)], host: &dyn GcHost) -> Result<VictimScan> {
     let mut scan = VictimScan { live: Vec::new(), dead: Vec::new(), bytes_read: 0 };
-    for item in scan_segment(fs, path)? {
+    for item in scan_segment(fs, path, skipped)? {
         let (offset, record) = item?;
         let len = u64::from(record.pointer.len);
         scan.bytes_read += len;
@@ -345,19 +415,25 @@ fn scan_victim(fs: &dyn FileSystem, path: &Path, host: &dyn GcHost) -> Result<Vi
     Ok(scan)
 }
 
-/// Punches the block-aligned interiors of merged dead ranges; `None` if unsupported.
-fn punch_dead_ranges(fs: &dyn FileSystem, path: &Path, dead: &[(u64, u64)]) -> Result<Option<u64>> {
-    let mut punched = 0;
-    let mut merged: Vec<(u64, u64)> = Vec::new();
+/// Merges adjacent dead records into runs and keeps the runs that contain at least one whole
+/// block: only those free anything when punched.
+fn punchable_runs(dead: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
     for &(off, len) in dead {
-        match merged.last_mut() {
-            Some((start, end)) if *end == off => *end = off + len,
-            _ => merged.push((off, off + len)),
+        match runs.last_mut() {
+            Some((_, end)) if *end == off => *end = off + len,
+            _ => runs.push((off, off + len)),
         }
     }
-    for (start, end) in merged {
-        let (lo, hi) = (start.div_ceil(PUNCH_BLOCK) * PUNCH_BLOCK, end / PUNCH_BLOCK * PUNCH_BLOCK);
-        if hi > lo {
+    runs.retain(|&(start, end)| aligned_interior(start, end, PUNCH_BLOCK).is_some());
+    runs
+}
+
+/// Punches the block-aligned interiors of `ranges` (idempotent); `None` if the file system cannot.
+pub fn punch_ranges(fs: &dyn FileSystem, path: &Path, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
+    let mut punched = 0;
+    for &(start, end) in ranges {
+        if let Some((lo, hi)) = aligned_interior(start, end, PUNCH_BLOCK) {
             if !fs.punch_hole(path, lo, hi - lo)? {
                 return Ok(None);
             }
@@ -430,7 +506,7 @@ mod tests {
     use super::*;
 
     fn stats(id: u64, garbage_bytes: u64) -> SegmentStats {
-        SegmentStats { id: SegmentId(id), size: 1000, garbage_bytes, age: 10 - id }
+        SegmentStats { id: SegmentId(id), size: 1000, garbage_bytes, skipped_bytes: 0, age: 10 - id }
     }
 
     #[test]

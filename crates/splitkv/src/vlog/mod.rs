@@ -224,6 +224,24 @@ impl ValueLog {
         w.poison_on_error(|w| w.sync(self.opts.buffer_size, &self.bytes_written))
     }
 
+    /// Makes the active segment durable and stops appending to it, so that everything written
+    /// so far can be garbage-collected; the next append starts a new segment. Does nothing if
+    /// the active segment holds no record.
+    pub fn seal_active(&self) -> Result<()> {
+        let mut guard = self.writer.lock();
+        let w = &mut *guard;
+        w.check_usable()?;
+        let Some(active) = w.active.as_ref() else { return Ok(()) };
+        if active.flushed + w.buffer.len() as u64 == SEGMENT_HEADER_LEN {
+            return Ok(());
+        }
+        let sealed = Arc::clone(&active.segment);
+        let (buffer_size, written) = (self.opts.buffer_size, &self.bytes_written);
+        w.poison_on_error(|w| w.seal(buffer_size, written))?;
+        self.reopen_sealed(&sealed);
+        Ok(())
+    }
+
     /// Hands buffered appends to the OS without waiting for durability.
     pub fn flush_buffer(&self) -> Result<()> {
         let mut w = self.writer.lock();

@@ -100,7 +100,16 @@ impl ValueLog {
                     torn = Some((offset, reason));
                     break;
                 }
-                Err(CursorFault::Fatal(e)) => return Err(e),
+                Err(CursorFault::Fatal(e)) => {
+                    // ext4 can leave the newest file's unsynced tail as zeros after a power
+                    // loss: a run of zeros to the end of the last segment is a torn tail too.
+                    let at = cursor.offset();
+                    if is_last && e.is_corruption() && zeros_to_end(segment, at)? {
+                        torn = Some((at, "zero-filled tail"));
+                        break;
+                    }
+                    return Err(e);
+                }
             }
         }
         if torn.is_none() && !batch.is_empty() {
@@ -119,4 +128,21 @@ impl ValueLog {
         }
         Ok(batch_start)
     }
+}
+
+/// True if every byte of `segment` from `offset` to its end is zero.
+fn zeros_to_end(segment: &Segment, offset: u64) -> Result<bool> {
+    let len = segment.readable_len();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut at = offset;
+    while at < len {
+        let n = (len - at).min(buf.len() as u64) as usize;
+        let chunk = &mut buf[..n];
+        segment.file.read_exact_at(at, chunk)?;
+        if chunk.iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
 }

@@ -101,7 +101,8 @@ impl CursorRecord<'_> {
     }
 }
 
-/// Walks the records of one segment file from a starting offset to `file_len`.
+/// Walks the records of one segment file from a starting offset to `file_len`, stepping over
+/// skipped ranges (runs of dead records whose bytes may have been punched out).
 pub(crate) struct RecordCursor {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
@@ -109,11 +110,34 @@ pub(crate) struct RecordCursor {
     next: u64,
     buf: Vec<u8>,
     buf_start: u64,
+    /// Sorted, disjoint `[start, end)` ranges that begin and end at record boundaries.
+    skipped: Vec<(u64, u64)>,
 }
 
 impl RecordCursor {
     pub fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf, file_len: u64, start: u64) -> Self {
-        RecordCursor { file, path, file_len, next: start, buf: Vec::new(), buf_start: 0 }
+        RecordCursor { file, path, file_len, next: start, buf: Vec::new(), buf_start: 0, skipped: Vec::new() }
+    }
+
+    /// Makes the cursor step over `skipped` (sorted, disjoint, at record boundaries).
+    pub fn with_skipped(mut self, skipped: &[(u64, u64)]) -> Self {
+        self.skipped = skipped.to_vec();
+        self
+    }
+
+    /// Moves `next` past a skipped range that starts there; a position inside one means the
+    /// range does not start at a record boundary, which the MANIFEST never records.
+    fn step_over_skipped(&mut self) -> Result<()> {
+        let at = self.next;
+        let i = self.skipped.partition_point(|&(_, end)| end <= at);
+        match self.skipped.get(i) {
+            Some(&(start, end)) if start == at => self.next = end,
+            Some(&(start, _)) if start < at => {
+                return Err(Error::corruption(&self.path, at, format!("record starts inside the skipped range at {start}")))
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Offset of the next record (the end of the last one returned).
@@ -149,6 +173,7 @@ impl RecordCursor {
 
     /// The next record, `Ok(None)` at the end of the file.
     pub fn next_record(&mut self) -> Result<Option<CursorRecord<'_>>, CursorFault> {
+        self.step_over_skipped()?;
         let at = self.next;
         if at >= self.file_len {
             return Ok(None);
@@ -214,13 +239,15 @@ impl Iterator for SegmentScan {
     }
 }
 
-/// Opens one segment file for a front-to-back walk (the admin tool's `dump` and `verify`).
+/// Opens one segment file for a front-to-back walk (GC, and the admin tool's `dump` and `verify`).
 ///
-/// The segment header is validated here (its id against the file name when the name is a segment
-/// name); records are validated as they are yielded. A file ending inside a record, which
-/// recovery would treat as a torn tail of the last segment, is reported as corruption: a scan
-/// repairs nothing.
-pub fn scan_segment(fs: &dyn FileSystem, path: &Path) -> Result<SegmentScan> {
+/// `skipped` lists the runs of dead records the MANIFEST records for the segment (sorted,
+/// disjoint, at record boundaries): they are stepped over unread, as their bytes may have been
+/// punched out. The segment header is validated here (its id against the file name when the
+/// name is a segment name); records are validated as they are yielded. A file ending inside a
+/// record, which recovery would treat as a torn tail of the last segment, is reported as
+/// corruption: a scan repairs nothing.
+pub fn scan_segment(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)]) -> Result<SegmentScan> {
     let file = fs.open(path)?;
     let len = file.len()?;
     if len < SEGMENT_HEADER_LEN {
@@ -228,6 +255,6 @@ pub fn scan_segment(fs: &dyn FileSystem, path: &Path) -> Result<SegmentScan> {
     }
     let id = read_segment_header(file.as_ref(), path, segment_id_from_path(path))?;
     file.advise(AccessPattern::Sequential);
-    let cursor = RecordCursor::new(file, path.to_path_buf(), len, SEGMENT_HEADER_LEN);
+    let cursor = RecordCursor::new(file, path.to_path_buf(), len, SEGMENT_HEADER_LEN).with_skipped(skipped);
     Ok(SegmentScan { id, cursor, done: false })
 }

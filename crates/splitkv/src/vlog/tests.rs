@@ -237,7 +237,7 @@ fn a_torn_last_batch_is_truncated_and_the_next_replay_is_clean() {
         let (again, end_again) = replay_all(&log, LogPosition::default()).unwrap();
         assert_eq!((again, end_again), (replayed, end));
         // Scanning the repaired segment finds nothing wrong.
-        assert!(scan_segment(fs.as_ref(), &path).unwrap().all(|r| r.is_ok()));
+        assert!(scan_segment(fs.as_ref(), &path, &[]).unwrap().all(|r| r.is_ok()));
     }
 }
 
@@ -294,7 +294,7 @@ fn a_flipped_byte_in_a_non_tail_record_is_corruption_not_truncation() {
         }
         assert_eq!(fs.file_size(&path).unwrap(), len_before, "corruption must not be truncated away");
         assert!(log.read(&ptrs[0], b"key").unwrap_err().is_corruption());
-        let scanned: Vec<_> = scan_segment(fs.as_ref(), &path).unwrap().collect();
+        let scanned: Vec<_> = scan_segment(fs.as_ref(), &path, &[]).unwrap().collect();
         assert!(matches!(scanned.as_slice(), [Err(Error::Corruption { offset, .. })] if *offset == ptrs[0].offset));
     }
 }
@@ -385,7 +385,7 @@ fn segment_header_corruption_is_detected() {
         flip_byte(fs.as_ref(), &path, offset);
         let err = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1024)).err().unwrap();
         assert!(matches!(&err, Error::Corruption { file, offset: 0, .. } if *file == path), "{err:?}");
-        assert!(scan_segment(fs.as_ref(), &path).err().unwrap().is_corruption());
+        assert!(scan_segment(fs.as_ref(), &path, &[]).err().unwrap().is_corruption());
     }
 }
 
@@ -410,7 +410,7 @@ fn scan_segment_yields_every_record_with_its_offset() {
     let mut ptrs = append(&log, &[put(1, "a", b"1"), del(2, "b")]);
     ptrs.extend(append(&log, &[put(3, "c", &[5; 3000])]));
     log.sync().unwrap();
-    let scan = scan_segment(fs.as_ref(), &segment_file(dir.path(), SegmentId(1))).unwrap();
+    let scan = scan_segment(fs.as_ref(), &segment_file(dir.path(), SegmentId(1)), &[]).unwrap();
     assert_eq!(scan.segment_id(), SegmentId(1));
     let records: Vec<(u64, ReplayedRecord)> = scan.collect::<Result<_>>().unwrap();
     assert_eq!(
