@@ -149,42 +149,86 @@ fn hole_punching_frees_space_without_moving_values() -> Result<()> {
     Ok(())
 }
 
+/// What the crash-at-every-I/O-point test runs GC on.
+#[derive(Clone, Copy, Debug)]
+enum GcCrashCase {
+    /// `run_gc` after a full compaction: copy-GC of segments whose garbage is known.
+    Copy,
+    /// Background-style steps while the memtable holds newer, partly unflushed versions.
+    UnflushedMemtable,
+    /// `run_gc` with hole punching, while a snapshot from before the overwrites is open.
+    PunchWithSnapshot,
+}
+
+impl GcCrashCase {
+    fn options(self) -> Options {
+        let punch = matches!(self, GcCrashCase::PunchWithSnapshot);
+        Options { gc_punch_holes: punch, ..gc_options(GcPolicyKind::Greedy) }
+    }
+}
+
 #[test]
 fn crash_at_every_io_point_of_gc_loses_nothing() -> Result<()> {
-    // A clean run counts the I/O operations of one GC pass.
-    let setup = |env: &CrashEnv| -> Result<(Db, Vec<u64>)> {
-        let db = Db::open("/db", env.options(gc_options(GcPolicyKind::Greedy)))?;
-        let last = overwrite(&db, 200, 4)?;
+    for case in [GcCrashCase::Copy, GcCrashCase::UnflushedMemtable, GcCrashCase::PunchWithSnapshot] {
+        crash_at_every_io_point_of_gc(case)?;
+    }
+    Ok(())
+}
+
+fn crash_at_every_io_point_of_gc(case: GcCrashCase) -> Result<()> {
+    // Returns the database, each key's expected value seed, and a snapshot to hold.
+    let setup = |env: &CrashEnv| -> Result<(Db, Vec<u64>, Option<splitkv::Snapshot>)> {
+        let db = Db::open("/db", env.options(case.options()))?;
+        let snapshot = matches!(case, GcCrashCase::PunchWithSnapshot).then(|| db.snapshot());
+        let mut last = overwrite(&db, 200, 4)?;
         db.delete(key(7))?;
-        db.put_opt(&WriteOptions { sync: true }, b"marker", b"synced")?;
         db.compact_range(None, None)?;
-        Ok((db, last))
+        if let GcCrashCase::UnflushedMemtable = case {
+            for k in 100..150u64 {
+                db.put(key(k), value_for(10_000 + k, 700))?;
+                last[k as usize] = 10_000 + k;
+            }
+        }
+        // Synced last, so every write above is durable too.
+        db.put_opt(&WriteOptions { sync: true }, b"marker", b"synced")?;
+        Ok((db, last, snapshot))
+    };
+    let collect = |db: &Db| -> Result<()> {
+        match case {
+            GcCrashCase::UnflushedMemtable => {
+                while db.gc_step()?.victim.is_some() {}
+                Ok(())
+            }
+            _ => db.run_gc().map(drop),
+        }
     };
     let env = CrashEnv::new();
-    let (db, _) = setup(&env)?;
+    let (db, _, snapshot) = setup(&env)?;
     let before = env.fault.op_count(FaultKind::Any);
-    db.run_gc()?;
+    collect(&db)?;
     let total = env.fault.op_count(FaultKind::Any) - before;
+    assert!(db.stats().gc_runs > 0, "{case:?}: GC did nothing");
+    drop(snapshot);
     drop(db);
-    assert!(total > 0);
 
     for point in (0..total).step_by((total / 40).max(1) as usize) {
         let env = CrashEnv::new();
-        let (db, last) = setup(&env)?;
+        let (db, last, snapshot) = setup(&env)?;
         env.fault.inject(Fault::new(FaultKind::Any).after(point).persistent());
-        let _ = db.run_gc();
+        let _ = collect(&db);
+        drop(snapshot);
         env.crash(db, (point % 2 == 0).then_some(point));
-        let ctx = format!("crash after {point} of {total} GC I/O operations");
-        let db = Db::open("/db", env.options(gc_options(GcPolicyKind::Greedy)))
-            .unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+        let ctx = format!("{case:?}: crash after {point} of {total} GC I/O operations");
+        let db = Db::open("/db", env.options(case.options())).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
         assert_eq!(db.get(key(7))?, None, "{ctx}: deleted key resurrected");
         assert_eq!(db.get(b"marker")?.as_deref(), Some(&b"synced"[..]), "{ctx}");
         for k in (0..200u64).filter(|k| *k != 7) {
             let got = db.get(key(k)).unwrap_or_else(|e| panic!("{ctx}: key {k}: {e}"));
             assert_eq!(got.map(|v| v.to_vec()), Some(value_for(last[k as usize], 700)), "{ctx}: key {k}");
         }
-        // GC can finish after recovery.
+        // GC can finish after recovery, and a second pass finds every scan still readable.
         db.run_gc().unwrap_or_else(|e| panic!("{ctx}: gc after recovery: {e}"));
+        db.run_gc().unwrap_or_else(|e| panic!("{ctx}: second gc after recovery: {e}"));
         assert_eq!(dump(&db).len(), 200, "{ctx}");
     }
     Ok(())

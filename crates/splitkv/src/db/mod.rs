@@ -444,6 +444,14 @@ impl Db {
         self.inner.gc.run_to_completion(self.inner.as_ref())
     }
 
+    /// One garbage-collection step as the background collector takes it: no flush and no
+    /// survey; deferred work whose readers are gone is done, then the segment the policy picks
+    /// (over the garbage ratio, or the log's tail over the space trigger) is cleaned, if any.
+    pub fn gc_step(&self) -> Result<GcOutcome> {
+        self.inner.check_poisoned()?;
+        self.inner.gc.run_once(self.inner.as_ref(), false)
+    }
+
     /// A point-in-time report: levels, value-log segments, write amplification, stalls.
     pub fn stats(&self) -> Stats {
         let mut stats = Stats::default();

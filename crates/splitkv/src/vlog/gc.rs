@@ -156,6 +156,9 @@ struct CollectorState {
     deferred: Vec<(Deferred, SequenceNumber)>,
     /// Bytes punched out of each live segment, so the space budget counts physical bytes.
     punched: BTreeMap<SegmentId, u64>,
+    /// Unreclaimed garbage a segment had when it was last punched: it is picked again only once
+    /// more has accrued (what punching left is scattered between live records).
+    punched_at: BTreeMap<SegmentId, u64>,
     totals: GcTotals,
 }
 
@@ -180,6 +183,7 @@ impl GarbageCollector {
                 punch_unsupported: false,
                 deferred: Vec::new(),
                 punched: BTreeMap::new(),
+                punched_at: BTreeMap::new(),
                 totals: GcTotals::default(),
             }),
             run_lock: Mutex::new(()),
@@ -253,6 +257,11 @@ impl GarbageCollector {
                     Deferred::Release(id) | Deferred::Punch(id, _) => *id == s.id,
                 })
             });
+            for s in &mut segments {
+                if let Some(&at) = state.punched_at.get(&s.id) {
+                    s.garbage_bytes = s.garbage_bytes.saturating_sub(at);
+                }
+            }
             state.effective
         };
         let over_budget = self.over_space_trigger(host);
@@ -297,6 +306,7 @@ impl GarbageCollector {
             state.deferred.retain(|(w, _)| !same_work(w, &work));
             if let Deferred::Release(id) = work {
                 state.punched.remove(&id);
+                state.punched_at.remove(&id);
                 state.totals.segments_released += 1;
             }
         }
@@ -313,10 +323,12 @@ impl GarbageCollector {
     /// Cleans every segment that holds garbage now, one run at a time; segments written while it
     /// works (relocated records among them) are left for later runs, so it always ends.
     pub fn run_to_completion(&self, host: &dyn GcHost) -> Result<GcOutcome> {
-        let candidates: Vec<SegmentId> = host.eligible_segments()?.iter().map(|s| s.id).collect();
+        let mut candidates: Vec<SegmentId> = host.eligible_segments()?.iter().map(|s| s.id).collect();
         let mut total = GcOutcome::default();
         loop {
             let run = self.run_once_among(host, true, Some(&candidates))?;
+            // Each segment once: a punched one keeps the garbage that punching cannot free.
+            candidates.retain(|id| Some(*id) != run.victim);
             total.bytes_read += run.bytes_read;
             total.records_relocated += run.records_relocated;
             total.bytes_relocated += run.bytes_relocated;
@@ -352,19 +364,21 @@ impl GarbageCollector {
             // before the punch only leaves dead bytes in place. The punch itself waits for
             // readers that may still reach the records.
             let runs = punchable_runs(&scan.dead);
-            let freed: u64 = runs.iter().filter_map(|&(s, e)| aligned_interior(s, e, PUNCH_BLOCK)).map(|(lo, hi)| hi - lo).sum();
+            let freed: u64 =
+                runs.iter().filter_map(|&(s, e)| aligned_interior(s, e, PUNCH_BLOCK)).map(|(lo, hi)| hi - lo).sum();
+            // Dead records scattered between live ones free no whole block: only copying helps.
             if !runs.is_empty() {
                 let seq = host.record_skipped(victim.id, &runs)?;
-                self.state.lock().deferred.push((Deferred::Punch(victim.id, runs), seq));
-            }
-            {
                 let mut state = self.state.lock();
+                state.deferred.push((Deferred::Punch(victim.id, runs), seq));
+                state.punched_at.insert(victim.id, victim.garbage_bytes);
                 state.effective = freed * 20 >= outcome.bytes_read;
                 state.totals.runs += 1;
                 state.totals.bytes_read += outcome.bytes_read;
+                drop(state);
+                self.do_ready_work(host, &mut outcome)?;
+                return Ok(outcome);
             }
-            self.do_ready_work(host, &mut outcome)?;
-            return Ok(outcome);
         }
 
         outcome.records_relocated = scan.live.len() as u64;

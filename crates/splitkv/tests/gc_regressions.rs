@@ -1,0 +1,237 @@
+//! Regression tests for value-log GC bugs, one per bug, named after what broke: acknowledged
+//! writes lost when a manual compaction raced the write leader, hole punching that corrupted the
+//! log, writers that waited forever for space, space never reclaimed once a snapshot was
+//! released, the MANIFEST listing deleted segments, and a zero-filled tail read as corruption.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::{dump, key, small_options, value_for, CrashEnv};
+use splitkv::filenames::segment_file;
+use splitkv::options::GcPolicyKind;
+use splitkv::version::VersionSet;
+use splitkv::vlog::scan_segment;
+use splitkv::{Db, Error, Options, ReadOptions, Result, WriteOptions};
+
+fn gc_options() -> Options {
+    Options { value_threshold: 256, background_gc: false, gc_policy: GcPolicyKind::Greedy, ..small_options(256) }
+}
+
+/// Every segment the MANIFEST lists exists, and scans cleanly with its skipped ranges.
+fn check_log_files(env: &CrashEnv, dir: &str) -> Result<()> {
+    let fs: Arc<dyn splitkv::fs::FileSystem> = Arc::new(env.mem.clone());
+    let versions = VersionSet::recover(Arc::clone(&fs), dir.as_ref(), Options::default().num_levels)?;
+    for (id, meta) in versions.segments() {
+        let path = segment_file(dir.as_ref(), *id);
+        assert!(fs.exists(&path), "segment {id} listed in the MANIFEST is missing");
+        for item in scan_segment(fs.as_ref(), &path, &meta.skipped)? {
+            item?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn compact_range_racing_sync_writes_loses_no_acknowledged_write() -> Result<()> {
+    // `compact_range` used to freeze the memtable itself, outside the write leader: records
+    // appended before the freeze but applied after it landed behind the new memtable's log
+    // start, and the next flush recorded a log head past them.
+    for round in 0..8u64 {
+        let env = CrashEnv::new();
+        let db = Arc::new(Db::open("/db", env.options(gc_options()))?);
+        let acked = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (db, acked, stop) = (Arc::clone(&db), Arc::clone(&acked), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Acquire) && i < 3000 {
+                    if db.put_opt(&WriteOptions { sync: true }, key(i), value_for(i + round, 300)).is_err() {
+                        break;
+                    }
+                    i += 1;
+                    acked.store(i, Ordering::Release);
+                }
+            })
+        };
+        for _ in 0..20 {
+            db.compact_range(None, None)?;
+        }
+        stop.store(true, Ordering::Release);
+        writer.join().expect("writer thread");
+        let acked = acked.load(Ordering::Acquire);
+        let db = Arc::into_inner(db).expect("sole handle");
+        env.crash(db, Some(round));
+        let db = Db::open("/db", env.options(gc_options()))?;
+        for i in 0..acked {
+            assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(i + round, 300)), "round {round} key {i}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn hole_punching_twice_keeps_every_segment_readable() -> Result<()> {
+    // Punched ranges read back as zeros; the second GC run used to scan them and fail with a
+    // body checksum mismatch, and `verify` and `dump` reported them as damage.
+    let env = CrashEnv::new();
+    let opts = env.options(Options { gc_punch_holes: true, ..gc_options() });
+    let db = Db::open("/db", opts.clone())?;
+    let mut punched = 0;
+    for round in 0..4u64 {
+        for k in 0..300u64 {
+            db.put(key(k), value_for(round * 1000 + k, 700))?;
+        }
+        punched += db.run_gc()?.bytes_punched;
+        punched += db.run_gc()?.bytes_punched;
+        check_log_files(&env, "/db")?;
+    }
+    assert!(punched > 0, "nothing was punched");
+    drop(db);
+    let db = Db::open("/db", opts)?;
+    db.run_gc()?;
+    let all = dump(&db);
+    assert_eq!(all.len(), 300);
+    for (k, (_, value)) in all.iter().enumerate() {
+        assert_eq!(value, &value_for(3000 + k as u64, 700), "key {k}");
+    }
+    Ok(())
+}
+
+#[test]
+fn writer_over_the_space_budget_gets_an_error_instead_of_waiting_forever() -> Result<()> {
+    // With a budget and hole punching, the budget counted logical lengths, so punched space never
+    // counted as freed and a sync write blocked for good. Live data beyond the budget must now
+    // end the wait with `NoSpace`.
+    let env = CrashEnv::new();
+    let budget = 1 << 20;
+    let opts = env.options(Options {
+        gc_punch_holes: true,
+        gc_space_budget: Some(budget),
+        background_gc: true,
+        gc_rate_limit: 0,
+        ..gc_options()
+    });
+    let db = Db::open("/db", opts)?;
+    let mut refused = None;
+    // Three times the budget of distinct keys: nothing GC could free.
+    for i in 0..(3 * budget / 700) {
+        match db.put_opt(&WriteOptions { sync: true }, key(i), value_for(i, 700)) {
+            Ok(()) => {}
+            Err(e) => {
+                refused = Some((i, e));
+                break;
+            }
+        }
+    }
+    let (at, err) = refused.expect("writes beyond the budget were all accepted");
+    assert!(matches!(err, Error::NoSpace(_)), "expected NoSpace, got {err}");
+    assert!(err.to_string().contains("budget"), "the error should say why: {err}");
+    // What was accepted is intact.
+    for i in (0..at).step_by(97) {
+        assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(i, 700)), "key {i}");
+    }
+    Ok(())
+}
+
+#[test]
+fn space_is_reclaimed_once_the_snapshot_that_held_it_is_released() -> Result<()> {
+    // Garbage used to become known only when compaction dropped a version; once the snapshot
+    // was gone nothing dropped them, and 3x the live data stayed on disk.
+    let dir = tempfile::tempdir()?;
+    let opts = Options { value_threshold: 0, segment_size: 1 << 20, ..gc_options() };
+    let db = Db::open(dir.path(), opts)?;
+    let keys = 2000u64;
+    for k in 0..keys {
+        db.put(key(k), value_for(k, 4000))?;
+    }
+    let snapshot = db.snapshot();
+    let mut it = db.iter(ReadOptions::default())?;
+    it.seek_to_first()?;
+    for round in 1..=2u64 {
+        for k in 0..keys {
+            db.put(key(k), value_for(round * keys + k, 4000))?;
+        }
+    }
+    for k in (0..keys).step_by(2) {
+        db.delete(key(k))?;
+    }
+    db.run_gc()?;
+    drop(it);
+    drop(snapshot);
+    for _ in 0..5 {
+        db.run_gc()?;
+    }
+    let stats = db.stats();
+    let live: u64 = dump(&db).iter().map(|(k, v)| (26 + k.len() + v.len()) as u64).sum();
+    let amplification = stats.disk_bytes as f64 / live as f64;
+    assert!(amplification <= 1.1, "space amplification {amplification:.2} ({} on disk, {live} live)\n{stats}", stats.disk_bytes);
+    Ok(())
+}
+
+#[test]
+fn manifest_never_lists_a_segment_gc_deleted_while_writers_flush() -> Result<()> {
+    // A flush computed "segments created since the last edit" as every segment the MANIFEST did
+    // not list, which included a victim GC had just recorded as removed but not yet deleted.
+    let env = CrashEnv::new();
+    let opts = env.options(gc_options());
+    let db = Arc::new(Db::open("/db", opts.clone())?);
+    std::thread::scope(|s| -> Result<()> {
+        let writers: Vec<_> = (0..4u64)
+            .map(|w| {
+                let db = Arc::clone(&db);
+                s.spawn(move || -> Result<()> {
+                    for i in 0..1500u64 {
+                        db.put(key(w * 100 + i % 100), value_for(i, 600))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for _ in 0..10 {
+            db.run_gc()?;
+            db.compact_range(None, None)?;
+        }
+        for w in writers {
+            w.join().expect("writer thread")?;
+        }
+        Ok(())
+    })?;
+    db.run_gc()?;
+    drop(Arc::into_inner(db).expect("sole handle"));
+    check_log_files(&env, "/db")?;
+    Db::open("/db", opts)?;
+    Ok(())
+}
+
+#[test]
+fn zero_filled_tail_of_the_newest_segment_is_a_torn_tail() -> Result<()> {
+    // ext4 can leave the newest file's unsynced tail as zeros after a power loss.
+    let env = CrashEnv::new();
+    let opts = env.options(gc_options());
+    {
+        let db = Db::open("/db", opts.clone())?;
+        for i in 0..50 {
+            db.put_opt(&WriteOptions { sync: true }, key(i), value_for(i, 400))?;
+        }
+    }
+    let fs: Arc<dyn splitkv::fs::FileSystem> = Arc::new(env.mem.clone());
+    let newest = fs
+        .list("/db".as_ref())?
+        .into_iter()
+        .filter(|name| name.ends_with(".vlog"))
+        .max()
+        .expect("a segment");
+    let mut file = fs.open_append(&std::path::Path::new("/db").join(newest))?;
+    file.append(&[0u8; 5000])?;
+    file.sync()?;
+    drop(file);
+    let db = Db::open("/db", opts)?;
+    for i in 0..50 {
+        assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(i, 400)), "key {i}");
+    }
+    db.put(b"after", b"reopen")?;
+    Ok(())
+}
