@@ -4,7 +4,8 @@
 //! Two kinds of line, in time order per writer thread:
 //! - `{"type":"sample",...}` every `--stats_interval_ms` (100 ms by default): per level its
 //!   files, bytes and size/threshold score, the level holding the compaction time slice (if the
-//!   policy has one), user bytes written and stall time by cause so far.
+//!   policy has one), user bytes written, bytes on disk (holes excluded), write amplification
+//!   and GC bytes relocated so far, and stall time by cause.
 //! - `{"type":"compaction",...}` per finished compaction, from the engine's compaction listener:
 //!   input level, reason, input files and bytes from level and level+1, output, per-compaction
 //!   write amplification, duration, slice holder.
@@ -180,10 +181,16 @@ fn sample_line(db: &Db, stats: &Stats, t_ms: u64, max_bytes: &[u64], l0_trigger:
         })
         .collect();
     format!(
-        "{{\"type\":\"sample\",\"t_ms\":{},\"user_bytes\":{},\"compactions\":{},\"stall_slowdown_us\":{},\
-         \"stall_stop_us\":{},\"holder\":{},\"levels\":[{}]}}",
+        "{{\"type\":\"sample\",\"t_ms\":{},\"user_bytes\":{},\"disk_bytes\":{},\"vlog_bytes\":{},\"known_garbage\":{},\"write_amp\":{:.4},\
+         \"gc_bytes_relocated\":{},\"compactions\":{},\"stall_slowdown_us\":{},\"stall_stop_us\":{},\
+         \"holder\":{},\"levels\":[{}]}}",
         t_ms,
         stats.user_bytes_written,
+        stats.disk_bytes,
+        stats.vlog_bytes(),
+        stats.vlog_garbage_bytes(),
+        stats.write_amplification(),
+        stats.gc_bytes_relocated,
         stats.compactions,
         stats.stall_slowdown_micros,
         stats.stall_stop_micros,

@@ -160,7 +160,12 @@ pub struct Options {
     /// Physical space budget for the value log; background GC also runs once the log uses
     /// `gc_space_trigger` of it (SSHKV's 80%).
     pub gc_space_budget: Option<u64>,
-    /// Fraction of `gc_space_budget` that triggers GC.
+    /// Keeps the value log within this multiple of its live bytes (estimated as segment bytes
+    /// minus known garbage, which only overestimates live data): background GC starts cleaning
+    /// at `gc_space_trigger` of that limit, and writers wait above it while GC can still free
+    /// space. Unlike `gc_space_budget` this limit never fails a write. `None` disables it.
+    pub gc_space_amplification: Option<f64>,
+    /// Fraction of the space limits (`gc_space_budget`, `gc_space_amplification`) that triggers GC.
     pub gc_space_trigger: f64,
     /// Free dead ranges in place (`fallocate(PUNCH_HOLE)`) instead of copying while the logical
     /// space allows (SSHKV's logical space amplification).
@@ -190,7 +195,7 @@ impl Default for Options {
             error_if_exists: false,
             value_threshold: 512,
             write_buffer_size: 8 << 20,
-            segment_size: 128 << 20,
+            segment_size: 16 << 20,
             vlog_buffer_size: 1 << 20,
             block_size: 4096,
             block_restart_interval: 16,
@@ -212,6 +217,7 @@ impl Default for Options {
             background_gc: true,
             gc_garbage_ratio: 0.3,
             gc_space_budget: None,
+            gc_space_amplification: Some(1.3),
             gc_space_trigger: 0.8,
             gc_punch_holes: false,
             gc_logical_space_factor: 4.0,
@@ -253,6 +259,7 @@ impl fmt::Debug for Options {
             .field("background_gc", &self.background_gc)
             .field("gc_garbage_ratio", &self.gc_garbage_ratio)
             .field("gc_space_budget", &self.gc_space_budget)
+            .field("gc_space_amplification", &self.gc_space_amplification)
             .field("gc_space_trigger", &self.gc_space_trigger)
             .field("gc_punch_holes", &self.gc_punch_holes)
             .field("gc_logical_space_factor", &self.gc_logical_space_factor)

@@ -27,8 +27,12 @@ pub struct Counters {
     pub stall_slowdown_micros: AtomicU64,
     /// Microseconds writers spent stopped (L0 stop trigger or memtable full while flushing).
     pub stall_stop_micros: AtomicU64,
-    /// Microseconds writers waited for value-log GC to bring the log under its space budget.
+    /// Microseconds writers waited for value-log GC to bring the log under its space limits.
     pub stall_gc_micros: AtomicU64,
+    /// Garbage surveys (walks of the whole index counting each segment's garbage).
+    pub gc_surveys: AtomicU64,
+    /// Microseconds spent in garbage surveys.
+    pub gc_survey_micros: AtomicU64,
     /// Point lookups served.
     pub gets: AtomicU64,
     /// Value-log reads made to resolve pointers.
@@ -95,6 +99,10 @@ pub struct Stats {
     pub stall_stop_micros: u64,
     /// Microseconds writers waited for GC to free value-log space.
     pub stall_gc_micros: u64,
+    /// Garbage surveys run.
+    pub gc_surveys: u64,
+    /// Microseconds spent in garbage surveys.
+    pub gc_survey_micros: u64,
     /// Point lookups.
     pub gets: u64,
     /// Value-log reads.
@@ -140,6 +148,8 @@ impl Stats {
         self.stall_slowdown_micros = Counters::get(&c.stall_slowdown_micros);
         self.stall_stop_micros = Counters::get(&c.stall_stop_micros);
         self.stall_gc_micros = Counters::get(&c.stall_gc_micros);
+        self.gc_surveys = Counters::get(&c.gc_surveys);
+        self.gc_survey_micros = Counters::get(&c.gc_survey_micros);
         self.gets = Counters::get(&c.gets);
         self.vlog_reads = Counters::get(&c.vlog_reads);
         self.tables_probed = Counters::get(&c.tables_probed);
@@ -213,12 +223,14 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released; on disk {:.1} MiB",
+            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, {} surveys ({:.3} s); on disk {:.1} MiB",
             self.gc_runs,
             self.gc_bytes_read as f64 / MIB,
             self.gc_bytes_relocated as f64 / MIB,
             self.gc_bytes_punched as f64 / MIB,
             self.gc_segments_released,
+            self.gc_surveys,
+            self.gc_survey_micros as f64 / 1e6,
             self.disk_bytes as f64 / MIB
         )?;
         write!(

@@ -47,7 +47,9 @@ use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{Counters, Stats};
 use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::VersionSet;
-use crate::vlog::gc::{policy_for, punch_ranges, GarbageCollector, GcHost, GcOutcome, GcSettings, SegmentStats};
+use crate::vlog::gc::{
+    policy_for, punch_ranges, GarbageCollector, GcHost, GcOutcome, GcSettings, SegmentStats, SpacePressure,
+};
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
 
@@ -91,8 +93,12 @@ struct DbInner {
     gc_wake: (Mutex<()>, Condvar),
     /// Why the background collector stopped, if it failed.
     gc_failure: Mutex<Option<String>>,
-    /// Log bytes written and the horizon at the last garbage survey.
-    last_survey: Mutex<(u64, SequenceNumber)>,
+    /// What the last garbage survey found, for scheduling the next and estimating live data.
+    last_survey: Mutex<SurveyMark>,
+    /// Log bytes written when writers last measured the log against its space limits, and
+    /// whether it was over one.
+    space_checked_at: AtomicU64,
+    space_pressed: AtomicBool,
     _lock: Box<dyn FileLock>,
 }
 
@@ -214,10 +220,12 @@ impl Db {
             GcSettings {
                 garbage_ratio: options.gc_garbage_ratio,
                 space_budget: options.gc_space_budget,
+                space_amplification: options.gc_space_amplification,
                 space_trigger: options.gc_space_trigger,
                 punch_holes: options.gc_punch_holes,
                 logical_space_factor: options.gc_logical_space_factor,
             },
+            options.segment_size,
         );
         // Ranges recorded as skipped may not have been punched before a crash (the punch waits
         // for readers); punching is idempotent, so punch them all again.
@@ -246,7 +254,9 @@ impl Db {
             gc_stop: AtomicBool::new(false),
             gc_wake: (Mutex::new(()), Condvar::new()),
             gc_failure: Mutex::new(None),
-            last_survey: Mutex::new((0, SequenceNumber(0))),
+            last_survey: Mutex::new(SurveyMark::default()),
+            space_checked_at: AtomicU64::new(0),
+            space_pressed: AtomicBool::new(false),
             _lock: lock,
         });
         let gc_thread = if background_gc {
@@ -662,6 +672,29 @@ impl DbInner {
     }
 }
 
+/// The state of the value log at the last garbage survey.
+#[derive(Clone, Copy, Debug, Default)]
+struct SurveyMark {
+    /// False until the first survey.
+    surveyed: bool,
+    /// Log bytes written (user and GC) at the survey: the next is due a share of the log later.
+    log_written: u64,
+    /// User bytes written at the survey.
+    user_written: u64,
+    /// Log bytes not known to be garbage right after the survey.
+    live: u64,
+    /// Live bytes gained per user byte written between the last two surveys (0 for pure
+    /// overwrites, 1 for pure inserts).
+    growth: f64,
+    /// The survey's horizon: a newer one can count more once older readers are gone.
+    horizon: SequenceNumber,
+    /// True if an open snapshot or iterator held the horizon below the last sequence number.
+    held_back: bool,
+}
+
+/// Writers measure the value log against its space limits once per this many bytes written.
+const SPACE_CHECK_BYTES: u64 = 1 << 20;
+
 /// Most value bytes one GC relocation batch carries: a victim's live records are rewritten in
 /// batches of this size so that foreground writes interleave with them.
 const RELOCATION_BATCH_BYTES: usize = 1 << 20;
@@ -679,13 +712,24 @@ impl DbInner {
     /// with an error, never by waiting forever, when GC cannot: the database is poisoned, the
     /// collector stopped, or no segment holds garbage a run could free.
     fn wait_for_log_space(&self) -> Result<()> {
-        if self.options.gc_space_budget.is_none() || !self.options.background_gc {
+        let limited = self.options.gc_space_budget.is_some() || self.options.gc_space_amplification.is_some();
+        if !limited || !self.options.background_gc {
             return Ok(());
         }
+        // Measuring the log costs a walk over its segments: do it once per MiB of writes, and
+        // on every write while the last measurement found it over a limit.
+        let written = self.vlog.bytes_written();
+        let last = self.space_checked_at.load(Ordering::Relaxed);
+        if !self.space_pressed.load(Ordering::Relaxed) && written < last + SPACE_CHECK_BYTES {
+            return Ok(());
+        }
+        self.space_checked_at.store(written, Ordering::Relaxed);
         let start = std::time::Instant::now();
         let mut surveyed = false;
         let result = loop {
-            if !self.gc.over_space_trigger_hard(self) {
+            let pressure = self.gc.space_pressure(self);
+            self.space_pressed.store(pressure != SpacePressure::None, Ordering::Relaxed);
+            if pressure == SpacePressure::None {
                 break Ok(());
             }
             self.check_poisoned()?;
@@ -696,6 +740,10 @@ impl DbInner {
                 break Err(Error::Closed);
             }
             if !self.gc.can_relieve_space(self) {
+                // The amplification limit is a target, not a budget: past what GC can do, write.
+                if pressure == SpacePressure::OverAmplification {
+                    break Ok(());
+                }
                 // Garbage may exist that nothing has counted yet: count it once, then decide.
                 if !surveyed {
                     surveyed = true;
@@ -725,23 +773,44 @@ impl DbInner {
     /// Counts every segment's garbage exactly (see [`Index::survey_garbage`]), seen by no reader:
     /// versions shadowed before the oldest open snapshot, or before now if there is none.
     fn survey_garbage(&self) -> Result<()> {
+        let started = std::time::Instant::now();
+        let log_written = self.vlog.bytes_written();
+        let user_written = self.counters.user_bytes_written.load(Ordering::Relaxed);
         let now = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
         let horizon = self.snapshots.oldest().map_or(now, |oldest| oldest.min(now));
         self.index.survey_garbage(horizon)?;
-        *self.last_survey.lock() = (self.vlog.bytes_written(), horizon);
+        let live = self.counted_live_bytes();
+        let mut mark = self.last_survey.lock();
+        // How much of what users wrote since the previous survey became new live data (inserts)
+        // rather than replacing old data (overwrites): live data is extrapolated at that rate.
+        let growth = match user_written.saturating_sub(mark.user_written) {
+            _ if !mark.surveyed => 1.0,
+            0 => mark.growth,
+            w => (live.saturating_sub(mark.live) as f64 / w as f64).min(1.0),
+        };
+        *mark = SurveyMark { surveyed: true, log_written, user_written, live, growth, horizon, held_back: horizon < now };
+        Counters::add(&self.counters.gc_surveys, 1);
+        Counters::add(&self.counters.gc_survey_micros, started.elapsed().as_micros() as u64);
         Ok(())
+    }
+
+    /// Bytes of log records not known to be garbage.
+    fn counted_live_bytes(&self) -> u64 {
+        let garbage: u64 = self.index.log_segments().1.values().map(|m| m.garbage_bytes).sum();
+        self.logical_log_bytes().saturating_sub(garbage)
     }
 
     /// True if garbage may have appeared that no survey or compaction has counted: a good
     /// share of the log was written since the last survey, or the reader that held its horizon
     /// back is gone.
     fn survey_due(&self) -> bool {
-        let (written_then, horizon) = *self.last_survey.lock();
-        let written = self.vlog.bytes_written().saturating_sub(written_then);
-        let share = (self.logical_log_bytes() / 8).max(self.options.segment_size / 2);
-        let now = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
-        let reader_gone = self.snapshots.oldest().map_or(now, |oldest| oldest.min(now)) > horizon;
-        written >= share || (reader_gone && written > 0)
+        let SurveyMark { log_written, horizon, held_back, .. } = *self.last_survey.lock();
+        let written = self.vlog.bytes_written().saturating_sub(log_written);
+        // A survey walks every key: spacing them by a share of the log keeps their cost a fixed
+        // fraction of the writes, while garbage stays known within that share.
+        let share = (self.logical_log_bytes() / 4).max(4 << 20);
+        let reader_gone = held_back && self.snapshots.oldest().is_none_or(|oldest| oldest > horizon);
+        written >= share || reader_gone
     }
 
     /// Bytes the database's files occupy on the medium (holes excluded).
@@ -770,16 +839,16 @@ impl DbInner {
             if self.gc_stop.load(Ordering::Acquire) || self.poisoned.lock().is_some() {
                 continue;
             }
-            let run = self.gc.is_due(self.as_ref()).and_then(|due| {
-                if !due && self.survey_due() {
+            let run = (|| {
+                if self.survey_due() {
                     self.survey_garbage()?;
                 }
-                if due || self.gc.is_due(self.as_ref())? {
+                if self.gc.is_due(self.as_ref())? {
                     self.gc.run_once(self.as_ref(), false).map(Some)
                 } else {
                     Ok(None)
                 }
-            });
+            })();
             let over_budget = self.gc.over_space_trigger_hard(self.as_ref());
             match run {
                 // Writers are waiting for space: no pacing.
@@ -840,6 +909,18 @@ impl GcHost for DbInner {
 
     fn logical_log_bytes(&self) -> u64 {
         self.vlog.segments().iter().map(|s| s.len).sum()
+    }
+
+    fn live_log_bytes_estimate(&self) -> u64 {
+        let counted = self.counted_live_bytes();
+        let mark = *self.last_survey.lock();
+        if !mark.surveyed {
+            return counted;
+        }
+        // Garbage made since the survey is not counted yet: extrapolate the survey's live bytes
+        // at the rate writes have been adding live data, never beyond what is not known garbage.
+        let since = self.counters.user_bytes_written.load(Ordering::Relaxed).saturating_sub(mark.user_written);
+        (mark.live + (since as f64 * mark.growth) as u64).min(counted)
     }
 
     fn relocate(&self, records: Vec<ReplayedRecord>) -> Result<SequenceNumber> {

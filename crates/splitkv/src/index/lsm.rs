@@ -96,6 +96,8 @@ struct State {
     policy: Box<dyn CompactionPolicy>,
     /// Inputs and output ranges of running compactions.
     in_flight: InFlight,
+    /// Segment of the last record applied: every record before it is in the index.
+    applied_segment: SegmentId,
 }
 
 struct Shared {
@@ -174,6 +176,7 @@ impl LsmIndex {
                 shutting_down: false,
                 policy,
                 in_flight: InFlight::default(),
+                applied_segment: SegmentId(0),
             }),
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
@@ -183,7 +186,7 @@ impl LsmIndex {
             started: Instant::now(),
             options,
         });
-        shared.delete_obsolete_files();
+        shared.delete_unlisted_files(true);
         let index = LsmIndex { shared, background: Mutex::new(Vec::new()) };
         for n in 0..index.shared.options.max_background_compactions.max(1) {
             let worker = Arc::clone(&index.shared);
@@ -201,6 +204,26 @@ impl LsmIndex {
     /// The current super version (for tools and tests).
     pub fn super_version(&self) -> Arc<SuperVersion> {
         self.shared.super_version()
+    }
+
+    /// The segments a garbage survey can count exactly: every live one before the segment of
+    /// the last record applied (records are applied in log order, so all of theirs are in the
+    /// index), except those holding records of inline values or deletes in a memtable, whose
+    /// flush will charge them itself.
+    fn surveyable_segments(&self) -> HashSet<SegmentId> {
+        let state = self.shared.state.lock();
+        let before = state.applied_segment;
+        let mut pending = state.mem.log_garbage();
+        if let Some(imm) = &state.imm {
+            pending.extend(imm.log_garbage());
+        }
+        self.shared
+            .vlog
+            .segments()
+            .into_iter()
+            .map(|seg| seg.id)
+            .filter(|id| *id < before && !pending.contains_key(id))
+            .collect()
     }
 }
 
@@ -510,15 +533,22 @@ impl Shared {
         Ok(summary)
     }
 
-    /// Deletes tables no live version references and superseded MANIFESTs.
+    /// Deletes files no live version needs, leaving alone outputs that may be in progress.
     fn delete_obsolete_files(&self) {
-        // Tables numbered at or above `first_unknown` may be created after this snapshot of the
-        // live set (a compaction allocating its next output), so they are never judged here.
+        self.delete_unlisted_files(false);
+    }
+
+    /// Deletes tables no live version references and superseded MANIFESTs. While the index
+    /// runs, tables numbered at or above the next file number may be outputs being created after
+    /// this snapshot of the live set, so they are left alone; at open (`at_open`) nothing is in
+    /// progress, and such a table is what a crash left of an unfinished flush or compaction.
+    fn delete_unlisted_files(&self, at_open: bool) {
         let (live, manifest, first_unknown) = {
             let mut state = self.state.lock();
             let mut live = state.versions.live_files();
             live.extend(state.pending_outputs.iter().copied());
-            (live, state.versions.manifest_number(), state.versions.next_file_number())
+            let first_unknown = if at_open { u64::MAX } else { state.versions.next_file_number() };
+            (live, state.versions.manifest_number(), first_unknown)
         };
         let Ok(names) = self.fs.list(&self.dir) else { return };
         for name in names {
@@ -620,6 +650,10 @@ impl Index for LsmIndex {
                 mem.note_log_garbage(r.log_pointer.segment, u64::from(r.log_pointer.len));
             }
             mem.insert(r.user_key, r.seq, r.kind, r.value.clone());
+        }
+        if let Some(last) = records.last() {
+            let mut state = self.shared.state.lock();
+            state.applied_segment = state.applied_segment.max(last.log_pointer.segment);
         }
     }
 
@@ -862,7 +896,7 @@ impl Index for LsmIndex {
         // (shadowed after the horizon) and published before the survey's edit would be erased
         // by it. Flushes go on; they only touch segments from the log head on.
         let _no_compactions = s.compaction_lock.write();
-        let head = s.state.lock().versions.log_head();
+        let surveyed = self.surveyable_segments();
         let mut live: BTreeMap<SegmentId, u64> = BTreeMap::new();
         let mut it = self.iter(false)?;
         it.seek_to_first()?;
@@ -879,7 +913,7 @@ impl Index for LsmIndex {
             if !shadowed && parsed.kind == ValueKind::Pointer {
                 let ptr = ValuePointer::decode(it.value())
                     .ok_or_else(|| Error::corruption(&s.dir, 0, "malformed value pointer in the index"))?;
-                if ptr.segment < head.segment {
+                if surveyed.contains(&ptr.segment) {
                     *live.entry(ptr.segment).or_default() += u64::from(ptr.len);
                 }
             }
@@ -889,18 +923,20 @@ impl Index for LsmIndex {
         drop(it);
         let lengths: BTreeMap<SegmentId, u64> = s.vlog.segments().into_iter().map(|seg| (seg.id, seg.len)).collect();
         let mut state = s.state.lock();
-        let garbage_surveys = state
-            .versions
-            .segments()
-            .keys()
-            .filter(|id| **id < head.segment)
+        let recorded_head = state.versions.log_head().segment;
+        let known = state.versions.segments();
+        // Segments the next flush would record are recorded now, so their counts stick.
+        let added_segments =
+            surveyed.iter().copied().filter(|id| *id >= recorded_head && !known.contains_key(id)).collect();
+        let garbage_surveys = surveyed
+            .iter()
             .filter_map(|id| {
                 let records = lengths.get(id)?.saturating_sub(SEGMENT_HEADER_LEN);
                 let live = live.get(id).copied().unwrap_or(0);
                 Some(GarbageSurvey { segment: *id, garbage_bytes: records.saturating_sub(live), horizon })
             })
             .collect();
-        s.log_segment_edit(&mut state, VersionEdit { garbage_surveys, ..VersionEdit::default() })
+        s.log_segment_edit(&mut state, VersionEdit { added_segments, garbage_surveys, ..VersionEdit::default() })
     }
 
     fn shutdown(&self) {

@@ -73,6 +73,8 @@ pub trait GcHost: Send + Sync {
     fn log_bytes(&self) -> u64;
     /// Bytes of all value-log segment files, holes included (the logical space in use).
     fn logical_log_bytes(&self) -> u64;
+    /// Bytes of records not known to be garbage: an upper bound on the live data in the log.
+    fn live_log_bytes_estimate(&self) -> u64;
     /// Rewrites still-current records at the log head through the write path (re-checking each
     /// as write leader), then makes the whole log durable, so that whatever made the victim's
     /// other records dead survives a crash too; returns the last sequence number published.
@@ -97,12 +99,26 @@ pub struct GcSettings {
     /// Physical space budget for the value log, if any; GC also runs once the log exceeds
     /// `space_trigger` of it.
     pub space_budget: Option<u64>,
-    /// Fraction of the budget that triggers GC (SSHKV: 0.8).
+    /// Soft limit on the log as a multiple of its estimated live bytes, if any: GC runs past
+    /// `space_trigger` of it and writers wait past it, but it never fails a write.
+    pub space_amplification: Option<f64>,
+    /// Fraction of the limits that triggers GC (SSHKV: 0.8).
     pub space_trigger: f64,
     /// Free dead ranges in place instead of copying, while the logical space allows it.
     pub punch_holes: bool,
     /// Logical space allowed as a multiple of the physical budget when punching (SSHKV's N).
     pub logical_space_factor: f64,
+}
+
+/// Which space limit the value log is over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpacePressure {
+    /// Within every limit.
+    None,
+    /// Over `gc_space_budget`: writers wait for GC, and fail if it cannot free space.
+    OverBudget,
+    /// Over `gc_space_amplification` times the live bytes: writers wait while GC can free space.
+    OverAmplification,
 }
 
 /// What one GC run did.
@@ -170,11 +186,13 @@ pub struct GarbageCollector {
     /// Held for a whole run: the background thread and `run_gc` must not clean (or release)
     /// the same segment twice.
     run_lock: Mutex<()>,
+    /// Smallest live-bytes estimate the amplification limit uses (one segment).
+    segment_floor: u64,
 }
 
 impl GarbageCollector {
     /// A collector with a policy and settings.
-    pub fn new(policy: Box<dyn GcPolicy>, settings: GcSettings) -> Self {
+    pub fn new(policy: Box<dyn GcPolicy>, settings: GcSettings, segment_size: u64) -> Self {
         GarbageCollector {
             policy,
             settings,
@@ -187,6 +205,7 @@ impl GarbageCollector {
                 totals: GcTotals::default(),
             }),
             run_lock: Mutex::new(()),
+            segment_floor: segment_size,
         }
     }
 
@@ -223,14 +242,33 @@ impl GarbageCollector {
         !self.state.lock().deferred.is_empty()
     }
 
-    /// True if the value log exceeds the space budget and a run can still shrink it.
+    /// True if the value log exceeds a space limit and a run can still shrink it.
     pub fn can_relieve_space(&self, host: &dyn GcHost) -> bool {
-        self.over_space_trigger_hard(host) && self.pick(host, false, None).is_ok_and(|victim| victim.is_some())
+        self.space_pressure(host) != SpacePressure::None
+            && self.pick(host, false, None).is_ok_and(|victim| victim.is_some())
     }
 
-    /// True if the value log is over the whole space budget.
+    /// Which space limit, if any, the value log is over.
+    pub fn space_pressure(&self, host: &dyn GcHost) -> SpacePressure {
+        let used = host.log_bytes();
+        if self.settings.space_budget.is_some_and(|b| used > b) {
+            SpacePressure::OverBudget
+        } else if self.settings.space_amplification.is_some_and(|a| used as f64 > a * self.live_floor(host)) {
+            SpacePressure::OverAmplification
+        } else {
+            SpacePressure::None
+        }
+    }
+
+    /// True if the value log is over a space limit (the hard budget or the soft amplification).
     pub fn over_space_trigger_hard(&self, host: &dyn GcHost) -> bool {
-        self.settings.space_budget.is_some_and(|b| host.log_bytes() > b)
+        self.space_pressure(host) != SpacePressure::None
+    }
+
+    /// The live-bytes estimate the amplification limit multiplies; at least one segment, so an
+    /// almost empty log is never "amplified".
+    fn live_floor(&self, host: &dyn GcHost) -> f64 {
+        host.live_log_bytes_estimate().max(self.segment_floor) as f64
     }
 
     /// True if a background run is due: a segment over the garbage ratio, the space trigger
@@ -241,7 +279,10 @@ impl GarbageCollector {
     }
 
     fn over_space_trigger(&self, host: &dyn GcHost) -> bool {
-        self.settings.space_budget.is_some_and(|b| host.log_bytes() as f64 >= b as f64 * self.settings.space_trigger)
+        let used = host.log_bytes() as f64;
+        let trigger = self.settings.space_trigger;
+        self.settings.space_budget.is_some_and(|b| used >= b as f64 * trigger)
+            || self.settings.space_amplification.is_some_and(|a| used >= a * trigger * self.live_floor(host))
     }
 
     fn pick(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<Option<SegmentStats>> {

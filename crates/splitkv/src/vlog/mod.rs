@@ -59,7 +59,7 @@ pub struct VlogOptions {
 
 impl Default for VlogOptions {
     fn default() -> Self {
-        VlogOptions { segment_size: 128 << 20, buffer_size: 1 << 20 }
+        VlogOptions { segment_size: 16 << 20, buffer_size: 1 << 20 }
     }
 }
 
