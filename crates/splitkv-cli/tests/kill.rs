@@ -51,8 +51,8 @@ use rand::{Rng, SeedableRng};
 use splitkv::options::Options;
 use splitkv::{Db, ReadOptions, WriteBatch, WriteOptions};
 
-/// Kills per mode in a normal run; five modes make 45 kills in all.
-const DEFAULT_ROUNDS: u32 = 9;
+/// Kills per mode in a normal run; five modes make 100 kills in all.
+const DEFAULT_ROUNDS: u32 = 20;
 /// Keys the workload draws from: few enough that values are overwritten often (so GC always has
 /// garbage to collect), enough to spread over several segments and tables.
 const KEYS: u16 = 1200;
@@ -455,9 +455,11 @@ fn run_mode(mode: Mode) {
             );
         }
     }
+    let (left, collected) = final_space_amplification(mode, &dir);
     println!(
-        "kill test mode {}: {rounds} kills, {} batches acknowledged, {} run_gc calls returned, \
-         in-flight batch applied {} times, {} keys live at the end, {:.1?}",
+        "kill test mode {}: {rounds} kills, {} batches acknowledged, 0 lost, {} run_gc calls returned, \
+         in-flight batch applied {} times, {} keys live at the end, space amplification {left:.2} as \
+         the last kill left it and {collected:.2} after run_gc, {:.1?}",
         mode.name(),
         tally.batches_acked,
         tally.gc_runs,
@@ -465,6 +467,22 @@ fn run_mode(mode: Mode) {
         model.live_keys(),
         started.elapsed()
     );
+}
+
+/// Bytes on disk over live key and value bytes, as the last kill left the database and after
+/// a `run_gc`: what the kills cost in space.
+fn final_space_amplification(mode: Mode, dir: &Path) -> (f64, f64) {
+    let _no_spawn = spawn_or_open_db();
+    let db = Db::open(dir, mode.options()).expect("reopen for the space figure");
+    let live: usize = db
+        .range::<&[u8], _>(..)
+        .expect("range")
+        .map(|item| item.map(|(k, v)| k.len() + v.len()).expect("range item"))
+        .sum();
+    let amplification = |db: &Db| db.stats().disk_bytes as f64 / live.max(1) as f64;
+    let left = amplification(&db);
+    db.run_gc().expect("run_gc after the last kill");
+    (left, amplification(&db))
 }
 
 /// One generation: run a child, kill it, check the database, run `splitkv verify`.

@@ -28,7 +28,10 @@ use crate::types::FileNumber;
 /// First eight bytes of every MANIFEST.
 pub const MANIFEST_MAGIC: [u8; 8] = *b"SKVMANIF";
 /// Version of the MANIFEST layout written by this code; readers refuse newer versions.
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+/// Version 2 added skipped ranges and garbage surveys (edit tags 10 and 11).
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
+/// Oldest MANIFEST layout this code reads (version 1 is version 2 without tags 10 and 11).
+pub const MANIFEST_MIN_FORMAT_VERSION: u32 = 1;
 /// Length of the file header.
 pub const FILE_HEADER_LEN: usize = 16;
 /// Length of a record header.
@@ -169,9 +172,10 @@ fn check_file_header(path: &Path, data: &[u8]) -> Result<()> {
     if masked_crc(&header[..12]) != crc {
         return Err(corrupt("MANIFEST header checksum mismatch"));
     }
-    if version != MANIFEST_FORMAT_VERSION {
+    if !(MANIFEST_MIN_FORMAT_VERSION..=MANIFEST_FORMAT_VERSION).contains(&version) {
         return Err(corrupt(&format!(
-            "unsupported MANIFEST format version {version} (this build reads {MANIFEST_FORMAT_VERSION})"
+            "unsupported MANIFEST format version {version} (this build reads \
+             {MANIFEST_MIN_FORMAT_VERSION} to {MANIFEST_FORMAT_VERSION})"
         )));
     }
     Ok(())

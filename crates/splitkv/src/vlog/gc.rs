@@ -5,20 +5,28 @@
 //!
 //! [`GarbageCollector::run_once`] cleans one victim segment in the order that keeps every
 //! acknowledged write and every open read view intact:
-//! 1. scan the victim and keep the records whose pointer the index still holds;
+//! 1. scan the victim (stepping over ranges recorded as skipped) and keep the records whose
+//!    pointer the index still holds;
 //! 2. hand them to the host's write path, which re-checks each pointer *as write leader* (so a
-//!    concurrent user write of the same key always wins), appends the survivors at the log head,
-//!    syncs, and publishes the new pointers;
+//!    concurrent user write of the same key always wins, and the copy gets a sequence number
+//!    above every write it could shadow), appends the survivors at the log head, syncs, and
+//!    publishes the new pointers; then the host syncs the log once more, so the writes that made
+//!    the other records dead are durable too;
 //! 3. release the victim only once no snapshot or iterator older than the relocation exists:
-//!    record its removal in the MANIFEST, then delete the file. Until then it waits in a queue.
+//!    record its removal in the MANIFEST, then delete the file. Until then it waits.
+//!
+//! With hole punching, runs of dead records that contain whole blocks are freed in place
+//! instead (SSHKV's logical space amplification on a file system): the log is synced, the runs
+//! are recorded in the MANIFEST as skipped (so no scan reads them again, and a restart knows
+//! them), and once older readers are gone their block-aligned interiors are punched
+//! (`fallocate(PUNCH_HOLE)`; idempotent, so open punches recorded runs again). Copying takes over
+//! when the logical space budget is spent, when a segment is mostly holes, or when its garbage
+//! is too scattered to free a block.
 //!
 //! Only segments entirely before the recovery log head are eligible: younger records may still
-//! be needed to rebuild the memtable after a crash.
-//!
-//! With hole punching enabled, a victim's dead ranges are freed in place
-//! (`fallocate(PUNCH_HOLE)`, block-aligned) without copying, SSHKV's logical space
-//! amplification on a file system; copy-GC takes over when the logical space budget is spent or a
-//! segment is mostly holes. The collector reaches the index only through [`GcHost`], so the hash
+//! be needed to rebuild the memtable after a crash. Space limits count physical bytes (punched
+//! holes excluded): the hard `space_budget`, and the soft `space_amplification` over the host's
+//! estimate of live bytes. The collector reaches the index only through [`GcHost`], so the hash
 //! index can serve it too.
 //!
 //! Thread-safety: policies are stateless; the collector serialises runs with an internal lock.
