@@ -416,7 +416,11 @@ impl GarbageCollector {
             let freed: u64 =
                 runs.iter().filter_map(|&(s, e)| aligned_interior(s, e, PUNCH_BLOCK)).map(|(lo, hi)| hi - lo).sum();
             // Dead records scattered between live ones free no whole block: only copying helps.
-            if !runs.is_empty() {
+            // A forced run (`run_gc`: reclaim everything now) copies unless punching frees
+            // nearly all of the victim's garbage.
+            let dead: u64 = scan.dead.iter().map(|(_, len)| len).sum();
+            let enough = !force || freed as f64 >= 0.9 * dead as f64;
+            if !runs.is_empty() && enough {
                 let seq = host.record_skipped(victim.id, &runs)?;
                 let mut state = self.state.lock();
                 state.deferred.push((Deferred::Punch(victim.id, runs), seq));
