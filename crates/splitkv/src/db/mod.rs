@@ -12,6 +12,10 @@
 //! windows' values that are not in memory, and fetch those in parallel on a pool shared by all
 //! iterators (`vlog::prefetch`), coalescing values adjacent in the log.
 //!
+//! GC: the database hosts the value-log collector (`gc_host`): it answers "is this pointer
+//! current?", relocates through the write path, counts garbage with surveys of the index, holds
+//! writers at the space limits, and runs the background GC thread.
+//!
 //! Recovery: replay the MANIFEST (the SSTables and the value-log head of the last flush), then
 //! replay the value log from that head into a fresh memtable. A failed value-log or MANIFEST
 //! write poisons the write path; reads keep working.
@@ -24,11 +28,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
+mod gc_host;
 mod iterator;
 mod read_ahead;
 
@@ -47,9 +51,8 @@ use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{Counters, Stats};
 use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::VersionSet;
-use crate::vlog::gc::{
-    policy_for, punch_ranges, GarbageCollector, GcHost, GcOutcome, GcSettings, SegmentStats, SpacePressure,
-};
+use crate::vlog::gc::{policy_for, punch_ranges, GarbageCollector, GcHost, GcOutcome, GcSettings};
+use gc_host::SurveyMark;
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
 
@@ -442,9 +445,7 @@ impl Db {
     /// between them (what no reader sees), which counts those too.
     pub fn run_gc(&self) -> Result<GcOutcome> {
         self.inner.check_poisoned()?;
-        self.inner.vlog.seal_active().inspect_err(|e| {
-            self.inner.poisoned.lock().get_or_insert_with(|| e.to_string());
-        })?;
+        self.inner.seal_log()?;
         if self.inner.snapshots.oldest().is_some() {
             self.compact_range(None, None)?;
         } else {
@@ -672,147 +673,7 @@ impl DbInner {
     }
 }
 
-/// The state of the value log at the last garbage survey.
-#[derive(Clone, Copy, Debug, Default)]
-struct SurveyMark {
-    /// False until the first survey.
-    surveyed: bool,
-    /// Log bytes written (user and GC) at the survey: the next is due a share of the log later.
-    log_written: u64,
-    /// User bytes written at the survey.
-    user_written: u64,
-    /// Log bytes not known to be garbage right after the survey.
-    live: u64,
-    /// Live bytes gained per user byte written between the last two surveys (0 for pure
-    /// overwrites, 1 for pure inserts).
-    growth: f64,
-    /// The survey's horizon: a newer one can count more once older readers are gone.
-    horizon: SequenceNumber,
-    /// True if an open snapshot or iterator held the horizon below the last sequence number.
-    held_back: bool,
-}
-
-/// Writers measure the value log against its space limits once per this many bytes written.
-const SPACE_CHECK_BYTES: u64 = 1 << 20;
-
-/// Most value bytes one GC relocation batch carries: a victim's live records are rewritten in
-/// batches of this size so that foreground writes interleave with them.
-const RELOCATION_BATCH_BYTES: usize = 1 << 20;
-
 impl DbInner {
-    /// Makes every appended log record durable; a failure poisons the write path.
-    fn sync_log(&self) -> Result<()> {
-        self.vlog.sync().inspect_err(|e| {
-            self.poisoned.lock().get_or_insert_with(|| e.to_string());
-        })
-    }
-
-    /// With a value-log space budget, holds a writer (before it joins the write queue, so GC's
-    /// own relocations can pass) while the log is over budget and GC can still shrink it. Ends
-    /// with an error, never by waiting forever, when GC cannot: the database is poisoned, the
-    /// collector stopped, or no segment holds garbage a run could free.
-    fn wait_for_log_space(&self) -> Result<()> {
-        let limited = self.options.gc_space_budget.is_some() || self.options.gc_space_amplification.is_some();
-        if !limited || !self.options.background_gc {
-            return Ok(());
-        }
-        // Measuring the log costs a walk over its segments: do it once per MiB of writes, and
-        // on every write while the last measurement found it over a limit.
-        let written = self.vlog.bytes_written();
-        let last = self.space_checked_at.load(Ordering::Relaxed);
-        if !self.space_pressed.load(Ordering::Relaxed) && written < last + SPACE_CHECK_BYTES {
-            return Ok(());
-        }
-        self.space_checked_at.store(written, Ordering::Relaxed);
-        let start = std::time::Instant::now();
-        let mut surveyed = false;
-        let result = loop {
-            let pressure = self.gc.space_pressure(self);
-            self.space_pressed.store(pressure != SpacePressure::None, Ordering::Relaxed);
-            if pressure == SpacePressure::None {
-                break Ok(());
-            }
-            self.check_poisoned()?;
-            if let Some(reason) = self.gc_failure.lock().clone() {
-                break Err(Error::NoSpace(format!("value log over its space budget and GC stopped: {reason}")));
-            }
-            if self.gc_stop.load(Ordering::Acquire) {
-                break Err(Error::Closed);
-            }
-            if !self.gc.can_relieve_space(self) {
-                // The amplification limit is a target, not a budget: past what GC can do, write.
-                if pressure == SpacePressure::OverAmplification {
-                    break Ok(());
-                }
-                // Garbage may exist that nothing has counted yet: count it once, then decide.
-                if !surveyed {
-                    surveyed = true;
-                    self.survey_garbage()?;
-                    continue;
-                }
-                let why = if self.gc.has_deferred_work() {
-                    "cleaned segments wait for older snapshots or iterators to be released"
-                } else {
-                    "no segment holds garbage that GC could free"
-                };
-                break Err(Error::NoSpace(format!(
-                    "value log uses {} bytes of its {}-byte budget and {why}",
-                    self.log_bytes(),
-                    self.options.gc_space_budget.unwrap_or(0)
-                )));
-            }
-            self.gc_wake.1.notify_all();
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        if start.elapsed() > Duration::from_millis(1) {
-            Counters::add(&self.counters.stall_gc_micros, start.elapsed().as_micros() as u64);
-        }
-        result
-    }
-
-    /// Counts every segment's garbage exactly (see [`Index::survey_garbage`]), seen by no reader:
-    /// versions shadowed before the oldest open snapshot, or before now if there is none.
-    fn survey_garbage(&self) -> Result<()> {
-        let started = std::time::Instant::now();
-        let log_written = self.vlog.bytes_written();
-        let user_written = self.counters.user_bytes_written.load(Ordering::Relaxed);
-        let now = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
-        let horizon = self.snapshots.oldest().map_or(now, |oldest| oldest.min(now));
-        self.index.survey_garbage(horizon)?;
-        let live = self.counted_live_bytes();
-        let mut mark = self.last_survey.lock();
-        // How much of what users wrote since the previous survey became new live data (inserts)
-        // rather than replacing old data (overwrites): live data is extrapolated at that rate.
-        let growth = match user_written.saturating_sub(mark.user_written) {
-            _ if !mark.surveyed => 1.0,
-            0 => mark.growth,
-            w => (live.saturating_sub(mark.live) as f64 / w as f64).min(1.0),
-        };
-        *mark = SurveyMark { surveyed: true, log_written, user_written, live, growth, horizon, held_back: horizon < now };
-        Counters::add(&self.counters.gc_surveys, 1);
-        Counters::add(&self.counters.gc_survey_micros, started.elapsed().as_micros() as u64);
-        Ok(())
-    }
-
-    /// Bytes of log records not known to be garbage.
-    fn counted_live_bytes(&self) -> u64 {
-        let garbage: u64 = self.index.log_segments().1.values().map(|m| m.garbage_bytes).sum();
-        self.logical_log_bytes().saturating_sub(garbage)
-    }
-
-    /// True if garbage may have appeared that no survey or compaction has counted: a good
-    /// share of the log was written since the last survey, or the reader that held its horizon
-    /// back is gone.
-    fn survey_due(&self) -> bool {
-        let SurveyMark { log_written, horizon, held_back, .. } = *self.last_survey.lock();
-        let written = self.vlog.bytes_written().saturating_sub(log_written);
-        // A survey walks every key: spacing them by a share of the log keeps their cost a fixed
-        // fraction of the writes, while garbage stays known within that share.
-        let share = (self.logical_log_bytes() / 4).max(4 << 20);
-        let reader_gone = held_back && self.snapshots.oldest().is_none_or(|oldest| oldest > horizon);
-        written >= share || reader_gone
-    }
-
     /// Bytes the database's files occupy on the medium (holes excluded).
     fn disk_bytes(&self) -> u64 {
         let fs = self.options.fs.as_ref();
@@ -822,149 +683,5 @@ impl DbInner {
             .filter(|n| parse_file_name(n).is_some())
             .filter_map(|n| fs.allocated_size(&self.dir.join(n)).ok())
             .sum()
-    }
-
-    /// The background GC loop: checks every 100 ms whether a run (or a garbage survey) is due,
-    /// and paces itself to `gc_rate_limit` bytes per second. A failure stops it and is kept, so
-    /// that writers waiting for space learn why none will come.
-    fn background_gc(self: Arc<Self>) {
-        while !self.gc_stop.load(Ordering::Acquire) {
-            {
-                let mut guard = self.gc_wake.0.lock();
-                if self.gc_stop.load(Ordering::Acquire) {
-                    break;
-                }
-                self.gc_wake.1.wait_for(&mut guard, Duration::from_millis(100));
-            }
-            if self.gc_stop.load(Ordering::Acquire) || self.poisoned.lock().is_some() {
-                continue;
-            }
-            let run = (|| {
-                if self.survey_due() {
-                    self.survey_garbage()?;
-                }
-                if self.gc.is_due(self.as_ref())? {
-                    self.gc.run_once(self.as_ref(), false).map(Some)
-                } else {
-                    Ok(None)
-                }
-            })();
-            let over_budget = self.gc.over_space_trigger_hard(self.as_ref());
-            match run {
-                // Writers are waiting for space: no pacing.
-                Ok(Some(_)) if over_budget => {}
-                Ok(Some(outcome)) if self.options.gc_rate_limit > 0 => {
-                    let secs = outcome.bytes_read as f64 / self.options.gc_rate_limit as f64;
-                    let mut guard = self.gc_wake.0.lock();
-                    if !self.gc_stop.load(Ordering::Acquire) {
-                        self.gc_wake.1.wait_for(&mut guard, Duration::from_secs_f64(secs.min(10.0)));
-                    }
-                }
-                Ok(_) => {}
-                // A failed run leaves everything as it was; stop retrying a broken log.
-                Err(e) => {
-                    *self.gc_failure.lock() = Some(e.to_string());
-                    break;
-                }
-            }
-        }
-    }
-}
-
-impl GcHost for DbInner {
-    fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool> {
-        let seq = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
-        Ok(matches!(self.index.get(key, seq, false)?, Some(IndexValue::Pointer(p)) if p == *ptr))
-    }
-
-    fn eligible_segments(&self) -> Result<Vec<SegmentStats>> {
-        let (head, recorded) = self.index.log_segments();
-        let active = self.vlog.head().segment;
-        Ok(self
-            .vlog
-            .segments()
-            .into_iter()
-            .filter(|s| s.id < head.segment && s.id < active)
-            .map(|s| {
-                let meta = recorded.get(&s.id);
-                let skipped_bytes = meta.map_or(0, |m| m.skipped_bytes());
-                SegmentStats {
-                    id: s.id,
-                    size: s.len,
-                    garbage_bytes: meta.map_or(0, |m| m.garbage_bytes).saturating_sub(skipped_bytes),
-                    skipped_bytes,
-                    age: active.0.saturating_sub(s.id.0),
-                }
-            })
-            .collect())
-    }
-
-    fn skipped_ranges(&self, id: SegmentId) -> Vec<(u64, u64)> {
-        self.index.log_segments().1.get(&id).map(|m| m.skipped.clone()).unwrap_or_default()
-    }
-
-    fn log_bytes(&self) -> u64 {
-        self.logical_log_bytes().saturating_sub(self.gc.punched_bytes())
-    }
-
-    fn logical_log_bytes(&self) -> u64 {
-        self.vlog.segments().iter().map(|s| s.len).sum()
-    }
-
-    fn live_log_bytes_estimate(&self) -> u64 {
-        let counted = self.counted_live_bytes();
-        let mark = *self.last_survey.lock();
-        if !mark.surveyed {
-            return counted;
-        }
-        // Garbage made since the survey is not counted yet: extrapolate the survey's live bytes
-        // at the rate writes have been adding live data, never beyond what is not known garbage.
-        let since = self.counters.user_bytes_written.load(Ordering::Relaxed).saturating_sub(mark.user_written);
-        (mark.live + (since as f64 * mark.growth) as u64).min(counted)
-    }
-
-    fn relocate(&self, records: Vec<ReplayedRecord>) -> Result<SequenceNumber> {
-        let mut batch = WriteBatch::new();
-        let mut old = Vec::new();
-        for r in records {
-            batch.put(&r.key, &r.value);
-            old.push(r.pointer);
-            if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
-                self.submit(PendingWrite::new(
-                    std::mem::take(&mut batch),
-                    true,
-                    false,
-                    Some(std::mem::take(&mut old)),
-                ))?;
-            }
-        }
-        if !batch.is_empty() {
-            self.submit(PendingWrite::new(batch, true, false, Some(old)))?;
-        }
-        // The victim's other records are dead because newer writes shadow them; those writes
-        // must be durable before the victim goes, or a crash would bring back pointers into it.
-        self.sync_log()?;
-        Ok(SequenceNumber(self.last_sequence.load(Ordering::Acquire)))
-    }
-
-    fn no_reader_older_than(&self, seq: SequenceNumber) -> bool {
-        self.snapshots.oldest().is_none_or(|oldest| oldest >= seq)
-    }
-
-    fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<SequenceNumber> {
-        self.sync_log()?;
-        let seq = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
-        self.index.record_skipped(id, ranges)?;
-        Ok(seq)
-    }
-
-    fn release_segment(&self, id: SegmentId) -> Result<()> {
-        self.index.remove_segments(&[id])?;
-        let _exclusive = self.gc_barrier.write();
-        self.vlog.remove_segment(id)
-    }
-
-    fn files(&self) -> (&dyn FileSystem, &Path) {
-        (self.options.fs.as_ref(), &self.dir)
     }
 }
