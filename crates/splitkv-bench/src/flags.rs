@@ -97,6 +97,8 @@ pub struct Flags {
     pub gc_threshold: Option<f64>,
     /// splitkv: value-log space budget (GC also runs at 80% of it).
     pub space_budget: Option<u64>,
+    /// splitkv: value-log space amplification limit (`Some(None)` turns the default off).
+    pub space_amplification: Option<Option<f64>>,
     /// splitkv: run GC in the background.
     pub background_gc: Option<bool>,
     /// splitkv: free dead ranges by punching holes.
@@ -186,6 +188,7 @@ impl Default for Flags {
             gc_policy: None,
             gc_threshold: None,
             space_budget: None,
+            space_amplification: None,
             background_gc: None,
             gc_punch_holes: None,
             gc_rate_limit: None,
@@ -269,6 +272,7 @@ usage: splitkv-bench [--name=value ...]
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
   --delete_percent=N (50, for deletefraction)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
+  --space_amplification=F|none (value-log space limit over live bytes; default 1.3)
   --gc_punch_holes=BOOL  --gc_rate_limit=N                                        (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
@@ -393,6 +397,12 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
                 Some(text()?.parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f)).ok_or_else(|| bad("a fraction"))?)
         }
         "space_budget" => flags.space_budget = Some(number("a size")?),
+        "space_amplification" => {
+            flags.space_amplification = Some(match text()? {
+                "none" => None,
+                t => Some(t.parse::<f64>().ok().filter(|f| *f >= 1.0).ok_or_else(|| bad("a ratio of at least 1, or none"))?),
+            })
+        }
         "background_gc" => flags.background_gc = Some(boolean()?),
         "gc_punch_holes" => flags.gc_punch_holes = Some(boolean()?),
         "gc_rate_limit" => flags.gc_rate_limit = Some(number("bytes per second")?),
@@ -523,6 +533,9 @@ mod tests {
         assert_eq!(f.gc_policy.as_deref(), Some("costbenefit"));
         assert_eq!(f.gc_threshold, Some(0.25));
         assert_eq!(f.space_budget, Some(1000));
+        assert_eq!(parse(["--space_amplification=1.5"]).unwrap().space_amplification, Some(Some(1.5)));
+        assert_eq!(parse(["--space_amplification=none"]).unwrap().space_amplification, Some(None));
+        assert!(parse(["--space_amplification=0.5"]).is_err());
         assert_eq!(f.background_gc, Some(false));
         assert!(parse(["--gc_policy=random"]).is_err());
         assert!(parse(["--gc_threshold=1.5"]).is_err());

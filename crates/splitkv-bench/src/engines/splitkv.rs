@@ -92,6 +92,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(b) = flags.space_budget {
         options.gc_space_budget = Some(b);
     }
+    if let Some(a) = flags.space_amplification {
+        options.gc_space_amplification = a;
+    }
     if let Some(b) = flags.background_gc {
         options.background_gc = b;
     }
