@@ -400,7 +400,9 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "space_amplification" => {
             flags.space_amplification = Some(match text()? {
                 "none" => None,
-                t => Some(t.parse::<f64>().ok().filter(|f| *f >= 1.0).ok_or_else(|| bad("a ratio of at least 1, or none"))?),
+                t => Some(
+                    t.parse::<f64>().ok().filter(|f| *f >= 1.0).ok_or_else(|| bad("a ratio of at least 1, or none"))?,
+                ),
             })
         }
         "background_gc" => flags.background_gc = Some(boolean()?),

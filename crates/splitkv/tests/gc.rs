@@ -168,6 +168,34 @@ impl GcCrashCase {
 }
 
 #[test]
+fn snapshots_and_iterators_keep_their_view_across_hole_punching() -> Result<()> {
+    let env = CrashEnv::new();
+    let db = Db::open("/db", env.options(Options { gc_punch_holes: true, ..gc_options(GcPolicyKind::Greedy) }))?;
+    let first = overwrite(&db, 200, 1)?;
+    let snapshot = db.snapshot();
+    let mut it = db.iter(ReadOptions::default())?;
+    let last = overwrite(&db, 200, 4)?;
+    let held = db.run_gc()?;
+    assert_eq!(held.bytes_punched, 0, "punched while older readers could still read the records");
+    let at_snapshot = ReadOptions { snapshot: Some(snapshot), ..ReadOptions::default() };
+    for k in 0..200u64 {
+        assert_eq!(db.get_opt(&at_snapshot, key(k))?.map(|v| v.to_vec()), Some(value_for(first[k as usize], 700)));
+    }
+    it.seek_to_first()?;
+    for (n, seed) in first.iter().enumerate() {
+        assert!(it.valid(), "iterator ended at {n}");
+        assert_eq!(it.value(), value_for(*seed, 700).as_slice(), "iterator entry {n}");
+        it.next()?;
+    }
+    drop(it);
+    drop(at_snapshot);
+    let released = db.run_gc()?;
+    assert!(released.bytes_punched > 0, "nothing punched once the readers were gone: {released:?}");
+    check(&db, &last, "after punching")?;
+    Ok(())
+}
+
+#[test]
 fn crash_at_every_io_point_of_gc_loses_nothing() -> Result<()> {
     for case in [GcCrashCase::Copy, GcCrashCase::UnflushedMemtable, GcCrashCase::PunchWithSnapshot] {
         crash_at_every_io_point_of_gc(case)?;

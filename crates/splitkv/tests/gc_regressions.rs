@@ -229,12 +229,7 @@ fn zero_filled_tail_of_the_newest_segment_is_a_torn_tail() -> Result<()> {
         }
     }
     let fs: Arc<dyn splitkv::fs::FileSystem> = Arc::new(env.mem.clone());
-    let newest = fs
-        .list("/db".as_ref())?
-        .into_iter()
-        .filter(|name| name.ends_with(".vlog"))
-        .max()
-        .expect("a segment");
+    let newest = fs.list("/db".as_ref())?.into_iter().filter(|name| name.ends_with(".vlog")).max().expect("a segment");
     let mut file = fs.open_append(&std::path::Path::new("/db").join(newest))?;
     file.append(&[0u8; 5000])?;
     file.sync()?;

@@ -14,8 +14,8 @@ use splitkv::sstable::{Table, TableOptions};
 use splitkv::types::{parse_internal_key, FileNumber, InternalKey, ValueKind, ValuePointer};
 use splitkv::version::manifest::{read_current, read_records};
 use splitkv::version::{FileMetaData, VersionEdit, VersionSet};
-use splitkv::Options;
 use splitkv::vlog::{scan_segment, RecordKind};
+use splitkv::Options;
 
 use super::{os_fs, print_json, CliError, Exit, Output};
 use crate::format::ByteStyle;

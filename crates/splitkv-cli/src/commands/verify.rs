@@ -109,7 +109,8 @@ pub fn run(dir: &Path, files_only: bool, out: Output) -> Result<Exit, CliError> 
             }
             _ => None,
         };
-        let skipped = versions.as_ref().and_then(|v| v.segments().get(&id)).map(|m| m.skipped.clone()).unwrap_or_default();
+        let skipped =
+            versions.as_ref().and_then(|v| v.segments().get(&id)).map(|m| m.skipped.clone()).unwrap_or_default();
         torn_tail |= check_segment(&segment_file(dir, id), &skipped, may_be_torn_from, &mut report);
     }
     drop(lock);

@@ -153,7 +153,8 @@ impl DbInner {
             0 => mark.growth,
             w => (live.saturating_sub(mark.live) as f64 / w as f64).min(1.0),
         };
-        *mark = SurveyMark { surveyed: true, log_written, user_written, live, growth, horizon, held_back: horizon < now };
+        *mark =
+            SurveyMark { surveyed: true, log_written, user_written, live, growth, horizon, held_back: horizon < now };
         Counters::add(&self.counters.gc_surveys, 1);
         Counters::add(&self.counters.gc_survey_micros, started.elapsed().as_micros() as u64);
         Ok(())

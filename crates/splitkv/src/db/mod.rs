@@ -52,9 +52,9 @@ use crate::stats::{Counters, Stats};
 use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::VersionSet;
 use crate::vlog::gc::{policy_for, punch_ranges, GarbageCollector, GcHost, GcOutcome, GcSettings};
-use gc_host::SurveyMark;
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
+use gc_host::SurveyMark;
 
 /// Most bytes a write leader gathers into one group; keeps a small write's latency bounded when
 /// a large one is queued behind it.

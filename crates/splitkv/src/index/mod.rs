@@ -13,8 +13,8 @@ use crate::iter::InternalIterator;
 use std::collections::BTreeMap;
 
 use crate::stats::Stats;
-use crate::version::SegmentMeta;
 use crate::types::{LogPosition, SegmentId, SequenceNumber, ValueKind, ValuePointer};
+use crate::version::SegmentMeta;
 
 /// One committed write, as the index receives it.
 #[derive(Clone, Debug)]

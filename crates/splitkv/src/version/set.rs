@@ -335,7 +335,10 @@ impl VersionSet {
 
     /// The garbage that dropped value-log records add, per segment, leaving out the records a
     /// garbage survey of their segment has counted already (shadowed at or below its horizon).
-    pub fn new_garbage(&self, dropped: impl IntoIterator<Item = (SegmentId, u64, SequenceNumber)>) -> Vec<(SegmentId, u64)> {
+    pub fn new_garbage(
+        &self,
+        dropped: impl IntoIterator<Item = (SegmentId, u64, SequenceNumber)>,
+    ) -> Vec<(SegmentId, u64)> {
         let mut added: BTreeMap<SegmentId, u64> = BTreeMap::new();
         for (segment, bytes, shadowed_by) in dropped {
             if let Some(meta) = self.counters.segments.get(&segment) {
@@ -422,7 +425,11 @@ fn snapshot_edit(version: &Version, counters: &Counters) -> VersionEdit {
             .segments
             .iter()
             .filter(|(_, meta)| meta.survey_horizon.0 > 0)
-            .map(|(&id, meta)| GarbageSurvey { segment: id, garbage_bytes: meta.garbage_bytes, horizon: meta.survey_horizon })
+            .map(|(&id, meta)| GarbageSurvey {
+                segment: id,
+                garbage_bytes: meta.garbage_bytes,
+                horizon: meta.survey_horizon,
+            })
             .collect(),
     }
 }

@@ -207,7 +207,10 @@ fn create_apply_recover_gives_the_same_state() {
     assert_eq!(numbers(set.current().files(2)), [5]);
     assert_eq!(
         before.segments,
-        BTreeMap::from([(SegmentId(2), SegmentMeta { garbage_bytes: 50, ..SegmentMeta::default() }), (SegmentId(3), SegmentMeta::default())])
+        BTreeMap::from([
+            (SegmentId(2), SegmentMeta { garbage_bytes: 50, ..SegmentMeta::default() }),
+            (SegmentId(3), SegmentMeta::default())
+        ])
     );
     let written = set.manifest_bytes_written();
     assert_eq!(written, OsFileSystem.file_size(&manifest_file(dir.path(), FileNumber(1))).unwrap());

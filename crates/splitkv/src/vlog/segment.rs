@@ -133,7 +133,11 @@ impl RecordCursor {
         match self.skipped.get(i) {
             Some(&(start, end)) if start == at => self.next = end,
             Some(&(start, _)) if start < at => {
-                return Err(Error::corruption(&self.path, at, format!("record starts inside the skipped range at {start}")))
+                return Err(Error::corruption(
+                    &self.path,
+                    at,
+                    format!("record starts inside the skipped range at {start}"),
+                ))
             }
             _ => {}
         }
