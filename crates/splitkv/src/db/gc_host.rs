@@ -26,8 +26,9 @@ use crate::vlog::ReplayedRecord;
 pub(super) struct SurveyMark {
     /// False until the first survey.
     surveyed: bool,
-    /// Log bytes written (user and GC) at the survey: the next is due a share of the log later.
-    log_written: u64,
+    /// Separated-value log bytes written (user and GC) at the survey: the next is due once a
+    /// share of the log more has been written.
+    separated_written: u64,
     /// User bytes written at the survey.
     user_written: u64,
     /// Log bytes not known to be garbage right after the survey.
@@ -139,7 +140,7 @@ impl DbInner {
     /// versions shadowed before the oldest open snapshot, or before now if there is none.
     pub(super) fn survey_garbage(&self) -> Result<()> {
         let started = std::time::Instant::now();
-        let log_written = self.vlog.bytes_written();
+        let separated_written = self.separated_bytes_written.load(Ordering::Relaxed);
         let user_written = self.counters.user_bytes_written.load(Ordering::Relaxed);
         let now = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
         let horizon = self.snapshots.oldest().map_or(now, |oldest| oldest.min(now));
@@ -153,8 +154,15 @@ impl DbInner {
             0 => mark.growth,
             w => (live.saturating_sub(mark.live) as f64 / w as f64).min(1.0),
         };
-        *mark =
-            SurveyMark { surveyed: true, log_written, user_written, live, growth, horizon, held_back: horizon < now };
+        *mark = SurveyMark {
+            surveyed: true,
+            separated_written,
+            user_written,
+            live,
+            growth,
+            horizon,
+            held_back: horizon < now,
+        };
         Counters::add(&self.counters.gc_surveys, 1);
         Counters::add(&self.counters.gc_survey_micros, started.elapsed().as_micros() as u64);
         Ok(())
@@ -170,8 +178,9 @@ impl DbInner {
     /// share of the log was written since the last survey, or the reader that held its horizon
     /// back is gone.
     fn survey_due(&self) -> bool {
-        let SurveyMark { log_written, horizon, held_back, .. } = *self.last_survey.lock();
-        let written = self.vlog.bytes_written().saturating_sub(log_written);
+        let SurveyMark { separated_written, horizon, held_back, .. } = *self.last_survey.lock();
+        // Inline values and deletes become garbage at flush, which counts them itself.
+        let written = self.separated_bytes_written.load(Ordering::Relaxed).saturating_sub(separated_written);
         // A survey walks every key: spacing them by a share of the log keeps their cost a fixed
         // fraction of the writes, while garbage stays known within that share.
         let share = (self.logical_log_bytes() / 4).max(4 << 20);

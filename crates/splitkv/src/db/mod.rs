@@ -98,6 +98,9 @@ struct DbInner {
     gc_failure: Mutex<Option<String>>,
     /// What the last garbage survey found, for scheduling the next and estimating live data.
     last_survey: Mutex<SurveyMark>,
+    /// Log bytes of records whose value is separated (user writes and GC relocations): only
+    /// those can become garbage that a survey finds, so they schedule surveys.
+    separated_bytes_written: AtomicU64,
     /// Log bytes written when writers last measured the log against its space limits, and
     /// whether it was over one.
     space_checked_at: AtomicU64,
@@ -258,6 +261,7 @@ impl Db {
             gc_wake: (Mutex::new(()), Condvar::new()),
             gc_failure: Mutex::new(None),
             last_survey: Mutex::new(SurveyMark::default()),
+            separated_bytes_written: AtomicU64::new(0),
             space_checked_at: AtomicU64::new(0),
             space_pressed: AtomicBool::new(false),
             _lock: lock,
@@ -615,6 +619,7 @@ impl DbInner {
         let mut records = Vec::new();
         let mut sync = false;
         let mut user_bytes = 0u64;
+        let mut separated_bytes = 0u64;
         let outcome = (|| -> Result<()> {
             for w in group {
                 sync |= w.sync;
@@ -648,6 +653,7 @@ impl DbInner {
                     let (kind, value) = match rec.kind {
                         RecordKind::Delete => (ValueKind::Deletion, Bytes::new()),
                         RecordKind::Put if rec.value.len() >= threshold => {
+                            separated_bytes += u64::from(ptr.len);
                             (ValueKind::Pointer, Bytes::from(ptr.encode()))
                         }
                         RecordKind::Put => (ValueKind::Inline, Bytes::copy_from_slice(rec.value)),
@@ -668,6 +674,7 @@ impl DbInner {
         }
         self.index.apply(&index_records);
         Counters::add(&self.counters.user_bytes_written, user_bytes);
+        self.separated_bytes_written.fetch_add(separated_bytes, Ordering::Relaxed);
         self.last_sequence.store(seq, Ordering::Release);
         Ok(())
     }
