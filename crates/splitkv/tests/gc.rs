@@ -191,6 +191,7 @@ fn snapshots_and_iterators_keep_their_view_across_hole_punching() -> Result<()> 
     drop(at_snapshot);
     let released = db.run_gc()?;
     assert!(released.bytes_punched > 0, "nothing punched once the readers were gone: {released:?}");
+    assert_eq!(db.stats().gc_bytes_punched, released.bytes_punched, "each punched byte is counted once");
     check(&db, &last, "after punching")?;
     Ok(())
 }

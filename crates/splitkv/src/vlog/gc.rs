@@ -345,7 +345,9 @@ impl GarbageCollector {
                     match punch_ranges(fs, &segment_file(dir, *id), ranges)? {
                         Some(bytes) => {
                             outcome.bytes_punched += bytes;
-                            *self.state.lock().punched.entry(*id).or_default() += bytes;
+                            let mut state = self.state.lock();
+                            *state.punched.entry(*id).or_default() += bytes;
+                            state.totals.bytes_punched += bytes;
                         }
                         None => self.state.lock().punch_unsupported = true,
                     }
@@ -359,7 +361,6 @@ impl GarbageCollector {
                 state.totals.segments_released += 1;
             }
         }
-        self.state.lock().totals.bytes_punched += outcome.bytes_punched;
         Ok(())
     }
 
