@@ -149,7 +149,7 @@ fn space_is_reclaimed_once_the_snapshot_that_held_it_is_released() -> Result<()>
 fn space_is_reclaimed_after_snapshot_release(punch_holes: bool) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let opts = Options { value_threshold: 0, segment_size: 1 << 20, gc_punch_holes: punch_holes, ..gc_options() };
-    let db = Db::open(dir.path(), opts)?;
+    let db = Db::open(dir.path(), opts.clone())?;
     let keys = 2000u64;
     for k in 0..keys {
         db.put(key(k), value_for(k, 4000))?;
@@ -168,6 +168,9 @@ fn space_is_reclaimed_after_snapshot_release(punch_holes: bool) -> Result<()> {
     db.run_gc()?;
     drop(it);
     drop(snapshot);
+    // Reopened, so the garbage must be found again from what is on disk.
+    drop(db);
+    let db = Db::open(dir.path(), opts)?;
     for _ in 0..5 {
         db.run_gc()?;
     }

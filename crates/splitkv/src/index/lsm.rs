@@ -155,6 +155,8 @@ impl LsmIndex {
             }
         };
         let version = parts.versions.current();
+        // Nothing is in flight at open: every record in the log is applied.
+        let applied_segment = parts.vlog.head().segment;
         let super_version = Arc::new(SuperVersion { mem: Arc::clone(&parts.mem), imm: None, version });
         let shared = Arc::new(Shared {
             fs: Arc::clone(&options.fs),
@@ -176,7 +178,7 @@ impl LsmIndex {
                 shutting_down: false,
                 policy,
                 in_flight: InFlight::default(),
-                applied_segment: SegmentId(0),
+                applied_segment,
             }),
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
