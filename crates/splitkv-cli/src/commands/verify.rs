@@ -25,7 +25,7 @@ use splitkv::filenames::{parse_file_name, segment_file, table_file, FileKind};
 use splitkv::iter::InternalIterator;
 use splitkv::types::{parse_internal_key, FileNumber, SegmentId, ValueKind, ValuePointer};
 use splitkv::version::VersionSet;
-use splitkv::vlog::scan_segment;
+use splitkv::vlog::{scan_segment, zeros_between};
 use splitkv::{Error, Options, ReadOptions};
 
 use super::dump::open_table;
@@ -319,6 +319,6 @@ fn print_report(dir: &Path, report: &Report, out: Output) {
 /// True if the file holds only zero bytes from `offset` on: the tail ext4 can leave after a
 /// power loss, which recovery treats as torn.
 fn zeros_to_end(path: &Path, offset: u64) -> bool {
-    let Ok(bytes) = os_fs().read_all(path) else { return false };
-    usize::try_from(offset).ok().and_then(|at| bytes.get(at..)).is_some_and(|rest| rest.iter().all(|&b| b == 0))
+    let Ok(file) = os_fs().open(path) else { return false };
+    file.len().and_then(|len| zeros_between(file.as_ref(), offset, len)).unwrap_or(false)
 }

@@ -213,7 +213,7 @@ impl DbInner {
                     Ok(None)
                 }
             })();
-            let over_budget = self.gc.over_space_trigger_hard(self.as_ref());
+            let over_budget = self.gc.space_pressure(self.as_ref()) != SpacePressure::None;
             match run {
                 // Writers are waiting for space: no pacing.
                 Ok(Some(_)) if over_budget => {}

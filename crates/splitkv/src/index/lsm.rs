@@ -96,8 +96,6 @@ struct State {
     policy: Box<dyn CompactionPolicy>,
     /// Inputs and output ranges of running compactions.
     in_flight: InFlight,
-    /// Segment of the last record applied: every record before it is in the index.
-    applied_segment: SegmentId,
 }
 
 struct Shared {
@@ -122,6 +120,10 @@ struct Shared {
     compaction_lock: RwLock<()>,
     listener: Option<Arc<dyn CompactionListener>>,
     started: Instant,
+    /// Segment of the last record applied (raised after the records are in the memtable, by the
+    /// one writer that applies): every record before that segment is in the index. Written on
+    /// every write group, so an atomic rather than another turn of the state lock.
+    applied_segment: AtomicU64,
 }
 
 /// The LSM-tree index.
@@ -156,7 +158,7 @@ impl LsmIndex {
         };
         let version = parts.versions.current();
         // Nothing is in flight at open: every record in the log is applied.
-        let applied_segment = parts.vlog.head().segment;
+        let applied_segment = AtomicU64::new(parts.vlog.head().segment.0);
         let super_version = Arc::new(SuperVersion { mem: Arc::clone(&parts.mem), imm: None, version });
         let shared = Arc::new(Shared {
             fs: Arc::clone(&options.fs),
@@ -178,7 +180,6 @@ impl LsmIndex {
                 shutting_down: false,
                 policy,
                 in_flight: InFlight::default(),
-                applied_segment,
             }),
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
@@ -186,6 +187,7 @@ impl LsmIndex {
             compaction_lock: RwLock::new(()),
             listener: options.compaction_listener.clone(),
             started: Instant::now(),
+            applied_segment,
             options,
         });
         shared.delete_unlisted_files(true);
@@ -214,7 +216,7 @@ impl LsmIndex {
     /// flush will charge them itself.
     fn surveyable_segments(&self) -> HashSet<SegmentId> {
         let state = self.shared.state.lock();
-        let before = state.applied_segment;
+        let before = SegmentId(self.shared.applied_segment.load(Ordering::Acquire));
         let mut pending = state.mem.log_garbage();
         if let Some(imm) = &state.imm {
             pending.extend(imm.log_garbage());
@@ -419,17 +421,12 @@ impl Shared {
         edit.last_sequence = Some(SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
         edit.segment_garbage = imm.log_garbage().into_iter().collect();
         let mut state = self.state.lock();
-        // Every segment before the recorded head was recorded by the flush that moved the head
-        // past it; one of those missing from the MANIFEST now was released by GC, whose file
-        // deletion may still be in progress. Only segments from the head on can be new.
-        let recorded_head = state.versions.log_head().segment;
-        let known = state.versions.segments();
         edit.added_segments = self
             .vlog
             .segments()
             .into_iter()
             .map(|s| s.id)
-            .filter(|id| *id >= recorded_head && !known.contains_key(id))
+            .filter(|id| state.versions.is_unrecorded_segment(*id))
             .collect();
         state.versions.log_and_apply(edit)
     }
@@ -654,8 +651,7 @@ impl Index for LsmIndex {
             mem.insert(r.user_key, r.seq, r.kind, r.value.clone());
         }
         if let Some(last) = records.last() {
-            let mut state = self.shared.state.lock();
-            state.applied_segment = state.applied_segment.max(last.log_pointer.segment);
+            self.shared.applied_segment.fetch_max(last.log_pointer.segment.0, Ordering::Release);
         }
     }
 
@@ -925,11 +921,8 @@ impl Index for LsmIndex {
         drop(it);
         let lengths: BTreeMap<SegmentId, u64> = s.vlog.segments().into_iter().map(|seg| (seg.id, seg.len)).collect();
         let mut state = s.state.lock();
-        let recorded_head = state.versions.log_head().segment;
-        let known = state.versions.segments();
         // Segments the next flush would record are recorded now, so their counts stick.
-        let added_segments =
-            surveyed.iter().copied().filter(|id| *id >= recorded_head && !known.contains_key(id)).collect();
+        let added_segments = surveyed.iter().copied().filter(|id| state.versions.is_unrecorded_segment(*id)).collect();
         let garbage_surveys = surveyed
             .iter()
             .filter_map(|id| {

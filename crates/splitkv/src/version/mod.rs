@@ -79,11 +79,6 @@ impl SegmentMeta {
         self.skipped.iter().map(|(s, e)| e - s).sum()
     }
 
-    /// Bytes the punched holes free: the block-aligned interior of every skipped range.
-    pub fn punched_bytes(&self, block: u64) -> u64 {
-        self.skipped.iter().map(|&(s, e)| aligned_interior(s, e, block).map_or(0, |(lo, hi)| hi - lo)).sum()
-    }
-
     /// Adds a skipped range; overlapping or touching ranges merge.
     fn add_skipped(&mut self, start: u64, end: u64) {
         let at = self.skipped.partition_point(|&(_, e)| e < start);

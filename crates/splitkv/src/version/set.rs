@@ -350,6 +350,13 @@ impl VersionSet {
         added.into_iter().collect()
     }
 
+    /// True if segment `id` exists in the log but no edit has recorded it yet. Every segment
+    /// before the recorded head was recorded by the flush that moved the head past it, so one
+    /// of those missing here was removed (GC may still be deleting its file), not new.
+    pub fn is_unrecorded_segment(&self, id: SegmentId) -> bool {
+        id >= self.counters.log_head.segment && !self.counters.segments.contains_key(&id)
+    }
+
     /// Live value-log segments and their garbage.
     pub fn segments(&self) -> &BTreeMap<SegmentId, SegmentMeta> {
         &self.counters.segments

@@ -162,7 +162,7 @@ pub struct GcTotals {
 }
 
 /// Work that must wait until no reader older than `after` is open.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Deferred {
     /// Delete a cleaned victim.
     Release(SegmentId),
@@ -268,11 +268,6 @@ impl GarbageCollector {
         }
     }
 
-    /// True if the value log is over a space limit (the hard budget or the soft amplification).
-    pub fn over_space_trigger_hard(&self, host: &dyn GcHost) -> bool {
-        self.space_pressure(host) != SpacePressure::None
-    }
-
     /// The live-bytes estimate the amplification limit multiplies; at least one segment, so an
     /// almost empty log is never "amplified".
     fn live_floor(&self, host: &dyn GcHost) -> f64 {
@@ -354,7 +349,7 @@ impl GarbageCollector {
                 }
             }
             let mut state = self.state.lock();
-            state.deferred.retain(|(w, _)| !same_work(w, &work));
+            state.deferred.retain(|(w, _)| *w != work);
             if let Deferred::Release(id) = work {
                 state.punched.remove(&id);
                 state.punched_at.remove(&id);
@@ -448,14 +443,6 @@ impl GarbageCollector {
         }
         self.do_ready_work(host, &mut outcome)?;
         Ok(outcome)
-    }
-}
-
-fn same_work(a: &Deferred, b: &Deferred) -> bool {
-    match (a, b) {
-        (Deferred::Release(x), Deferred::Release(y)) => x == y,
-        (Deferred::Punch(x, r), Deferred::Punch(y, s)) => x == y && r == s,
-        _ => false,
     }
 }
 

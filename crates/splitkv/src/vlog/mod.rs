@@ -37,7 +37,7 @@ use parking_lot::{Mutex, RwLock};
 pub use record::{
     RecordKind, RecordRef, FLAG_BATCH_END, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
 };
-pub use segment::{scan_segment, SegmentScan};
+pub use segment::{scan_segment, zeros_between, SegmentScan};
 
 use record::{check_body, decode_record_header, encode_record, header_bytes, record_len, RecordHeader};
 use segment::{read_segment_header, Segment};

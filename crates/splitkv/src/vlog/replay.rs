@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::record::SEGMENT_HEADER_LEN;
-use super::segment::{CursorFault, RecordCursor, Segment};
+use super::segment::{zeros_between, CursorFault, RecordCursor, Segment};
 use super::{ReplayedRecord, ValueLog};
 use crate::error::{Error, Result};
 use crate::fs::AccessPattern;
@@ -132,17 +132,5 @@ impl ValueLog {
 
 /// True if every byte of `segment` from `offset` to its end is zero.
 fn zeros_to_end(segment: &Segment, offset: u64) -> Result<bool> {
-    let len = segment.readable_len();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut at = offset;
-    while at < len {
-        let n = (len - at).min(buf.len() as u64) as usize;
-        let chunk = &mut buf[..n];
-        segment.file.read_exact_at(at, chunk)?;
-        if chunk.iter().any(|&b| b != 0) {
-            return Ok(false);
-        }
-        at += n as u64;
-    }
-    Ok(true)
+    zeros_between(segment.file.as_ref(), offset, segment.readable_len())
 }

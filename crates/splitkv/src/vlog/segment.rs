@@ -60,6 +60,23 @@ pub(crate) fn read_segment_header(
     check_segment_header(&header, expected).map_err(|reason| Error::corruption(path, 0, reason))
 }
 
+/// True if every byte of `file` in `[start, end)` is zero: the tail ext4 can leave of an
+/// unsynced append after a power loss, which recovery treats as torn.
+pub fn zeros_between(file: &dyn RandomAccessFile, start: u64, end: u64) -> Result<bool> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut at = start;
+    while at < end {
+        let n = (end - at).min(buf.len() as u64) as usize;
+        let chunk = &mut buf[..n];
+        file.read_exact_at(at, chunk)?;
+        if chunk.iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
+}
+
 /// The segment id a path's file name claims, if it is a segment file name.
 pub(crate) fn segment_id_from_path(path: &Path) -> Option<SegmentId> {
     match parse_file_name(path.file_name()?.to_str()?) {
