@@ -175,7 +175,7 @@ pub struct Options {
     /// Most bytes per second background GC reads (0 = unlimited), so foreground writes keep going.
     pub gc_rate_limit: u64,
     /// Index kind.
-    pub index_kind: IndexKind,
+    pub index: IndexKind,
     /// SSTable index block kind.
     pub index_block_kind: IndexBlockKind,
     /// Verify block checksums on every read (blocks are always verified when first loaded).
@@ -222,7 +222,7 @@ impl Default for Options {
             gc_punch_holes: false,
             gc_logical_space_factor: 4.0,
             gc_rate_limit: 256 << 20,
-            index_kind: IndexKind::default(),
+            index: IndexKind::default(),
             index_block_kind: IndexBlockKind::default(),
             paranoid_checks: false,
             prefetch_threads: 8,
@@ -264,7 +264,7 @@ impl fmt::Debug for Options {
             .field("gc_punch_holes", &self.gc_punch_holes)
             .field("gc_logical_space_factor", &self.gc_logical_space_factor)
             .field("gc_rate_limit", &self.gc_rate_limit)
-            .field("index_kind", &self.index_kind)
+            .field("index", &self.index)
             .field("index_block_kind", &self.index_block_kind)
             .field("paranoid_checks", &self.paranoid_checks)
             .field("prefetch_threads", &self.prefetch_threads)

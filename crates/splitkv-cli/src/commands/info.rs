@@ -210,7 +210,7 @@ fn options_json(o: &Options) -> Value {
         "target_file_size": o.target_file_size,
         "compaction_policy": format!("{:?}", o.compaction_policy),
         "gc_policy": format!("{:?}", o.gc_policy),
-        "index_kind": format!("{:?}", o.index_kind),
+        "index": format!("{:?}", o.index),
         "index_block_kind": format!("{:?}", o.index_block_kind),
     })
 }
