@@ -11,15 +11,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use super::{DbInner, PendingWrite};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::index::IndexValue;
+use crate::index::{IndexValue, LiveCount};
 use crate::stats::Counters;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
+use crate::version::{GarbageSurvey, VersionEdit};
 use crate::vlog::gc::{GcHost, SegmentStats, SpacePressure};
-use crate::vlog::ReplayedRecord;
+use crate::vlog::{ReplayedRecord, SEGMENT_HEADER_LEN};
 
 /// The state of the value log at the last garbage survey.
 #[derive(Clone, Copy, Debug, Default)]
@@ -61,7 +64,7 @@ impl DbInner {
     }
 
     /// A failed value-log write leaves the log's tail unknown: no further write may go on.
-    fn poison_on_error(&self, result: Result<()>) -> Result<()> {
+    pub(super) fn poison_on_error(&self, result: Result<()>) -> Result<()> {
         result.inspect_err(|e| {
             self.poisoned.lock().get_or_insert_with(|| e.to_string());
         })
@@ -144,7 +147,8 @@ impl DbInner {
         let user_written = self.counters.user_bytes_written.load(Ordering::Relaxed);
         let now = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
         let horizon = self.snapshots.oldest().map_or(now, |oldest| oldest.min(now));
-        self.index.survey_garbage(horizon)?;
+        let applied_before = SegmentId(self.applied_segment.load(Ordering::Acquire));
+        self.index.survey_live(horizon, applied_before, &mut |count| self.record_survey(count, horizon))?;
         let live = self.counted_live_bytes();
         let mut mark = self.last_survey.lock();
         // How much of what users wrote since the previous survey became new live data (inserts)
@@ -168,10 +172,31 @@ impl DbInner {
         Ok(())
     }
 
+    /// Records what a survey counted: each surveyed segment's garbage is SET to its record bytes
+    /// minus the live ones. Segments the next flush would record are recorded now, so their
+    /// counts stick.
+    fn record_survey(&self, count: &LiveCount, horizon: SequenceNumber) -> Result<()> {
+        let lengths: BTreeMap<SegmentId, u64> = self.vlog.segments().into_iter().map(|s| (s.id, s.len)).collect();
+        let garbage_surveys = count
+            .surveyed
+            .iter()
+            .filter_map(|id| {
+                let records = lengths.get(id)?.saturating_sub(SEGMENT_HEADER_LEN);
+                let live = count.live.get(id).copied().unwrap_or(0);
+                Some(GarbageSurvey { segment: *id, garbage_bytes: records.saturating_sub(live), horizon })
+            })
+            .collect();
+        let recorded = self.catalog.record_with(|set| VersionEdit {
+            added_segments: count.surveyed.iter().copied().filter(|id| set.is_unrecorded_segment(*id)).collect(),
+            garbage_surveys,
+            ..VersionEdit::default()
+        });
+        self.poison_on_error(recorded)
+    }
+
     /// Bytes of log records not known to be garbage.
     fn counted_live_bytes(&self) -> u64 {
-        let garbage: u64 = self.index.log_segments().1.values().map(|m| m.garbage_bytes).sum();
-        self.logical_log_bytes().saturating_sub(garbage)
+        self.logical_log_bytes().saturating_sub(self.catalog.garbage_bytes())
     }
 
     /// True if garbage may have appeared that no survey or compaction has counted: a good
@@ -242,7 +267,7 @@ impl GcHost for DbInner {
     }
 
     fn eligible_segments(&self) -> Result<Vec<SegmentStats>> {
-        let (head, recorded) = self.index.log_segments();
+        let (head, recorded) = self.catalog.log_segments();
         let active = self.vlog.head().segment;
         Ok(self
             .vlog
@@ -264,7 +289,7 @@ impl GcHost for DbInner {
     }
 
     fn skipped_ranges(&self, id: SegmentId) -> Vec<(u64, u64)> {
-        self.index.log_segments().1.get(&id).map(|m| m.skipped.clone()).unwrap_or_default()
+        self.catalog.segment(id).map(|m| m.skipped).unwrap_or_default()
     }
 
     fn log_bytes(&self) -> u64 {
@@ -294,16 +319,11 @@ impl GcHost for DbInner {
             batch.put(&r.key, &r.value);
             old.push(r.pointer);
             if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
-                self.submit(PendingWrite::new(
-                    std::mem::take(&mut batch),
-                    true,
-                    false,
-                    Some(std::mem::take(&mut old)),
-                ))?;
+                self.submit(PendingWrite::relocation(std::mem::take(&mut batch), std::mem::take(&mut old)))?;
             }
         }
         if !batch.is_empty() {
-            self.submit(PendingWrite::new(batch, true, false, Some(old)))?;
+            self.submit(PendingWrite::relocation(batch, old))?;
         }
         // The victim's other records are dead because newer writes shadow them; those writes
         // must be durable before the victim goes, or a crash would bring back pointers into it.
@@ -318,12 +338,23 @@ impl GcHost for DbInner {
     fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<SequenceNumber> {
         self.sync_log()?;
         let seq = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
-        self.index.record_skipped(id, ranges)?;
+        let recorded = self.catalog.record_with(|set| VersionEdit {
+            skipped_ranges: match set.segments().contains_key(&id) {
+                true => ranges.iter().map(|&(start, end)| (id, start, end)).collect(),
+                false => Vec::new(),
+            },
+            ..VersionEdit::default()
+        });
+        self.poison_on_error(recorded)?;
         Ok(seq)
     }
 
     fn release_segment(&self, id: SegmentId) -> Result<()> {
-        self.index.remove_segments(&[id])?;
+        let recorded = self.catalog.record_with(|set| VersionEdit {
+            removed_segments: set.segments().contains_key(&id).then_some(id).into_iter().collect(),
+            ..VersionEdit::default()
+        });
+        self.poison_on_error(recorded)?;
         let _exclusive = self.gc_barrier.write();
         self.vlog.remove_segment(id)
     }

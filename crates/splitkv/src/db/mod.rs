@@ -1,10 +1,6 @@
 //! [`Db`]: the public handle — open and recovery, the write path, reads and iterators.
 //!
-//! Write path: each [`WriteBatch`] joins a queue; the writer at the front becomes the leader,
-//! takes a group of queued batches, assigns consecutive sequence numbers, appends them to the
-//! value log (one atomic run of records per batch), syncs once if any writer asked for it,
-//! applies them to the index, publishes the last sequence number and wakes the group. This is
-//! LevelDB's group commit, with the value log in the role of the write-ahead log.
+//! Write path (`write`): group commit, with the value log as the write-ahead log.
 //!
 //! Read path: the index maps a key to an inline value or a [`ValuePointer`]; pointers are
 //! resolved by one validated read from the value log. Iterators (`iterator`) that move
@@ -16,9 +12,12 @@
 //! current?", relocates through the write path, counts garbage with surveys of the index, holds
 //! writers at the space limits, and runs the background GC thread.
 //!
-//! Recovery: replay the MANIFEST (the SSTables and the value-log head of the last flush), then
-//! replay the value log from that head into a fresh memtable. A failed value-log or MANIFEST
-//! write poisons the write path; reads keep working.
+//! Recovery (`open`): the catalog (MANIFEST), the value log, the index of the kind the options
+//! name, and replay of the log tail through it. A failed value-log or MANIFEST write poisons
+//! the write path; reads keep working.
+//!
+//! The database owns the value log's metadata (the log head, live segments, their garbage and
+//! skipped ranges) in the [`Catalog`] it shares with the index.
 //!
 //! Thread-safety: `Db` is `Send + Sync`; share it with `Arc<Db>`. Iterators own what they read.
 
@@ -34,53 +33,41 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 mod gc_host;
 mod iterator;
+mod open;
 mod read_ahead;
+mod write;
 
 pub use iterator::{DbIterator, RangeIter};
 
-use crate::batch::{BatchOp, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::filenames::{current_file, lock_file, parse_file_name, segment_file, FileKind};
-use crate::fs::{FileLock, FileSystem};
-use crate::index::lsm::{LsmIndex, LsmParts};
-use crate::index::{Index, IndexRecord, IndexValue};
+use crate::filenames::parse_file_name;
+use crate::fs::FileLock;
+use crate::index::{Index, IndexValue};
 use crate::iter::db_iter::DbIter;
-use crate::memtable::Memtable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
-use crate::stats::{Counters, Stats};
-use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
-use crate::version::VersionSet;
-use crate::vlog::gc::{policy_for, punch_ranges, GarbageCollector, GcHost, GcOutcome, GcSettings};
+use crate::stats::{Counters, SegmentStatsReport, Stats};
+use crate::types::{SequenceNumber, ValuePointer};
+use crate::version::Catalog;
+use crate::vlog::gc::{GarbageCollector, GcOutcome};
 use crate::vlog::prefetch::PrefetchPool;
-use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, ValueLog, VlogOptions};
+use crate::vlog::ValueLog;
 use gc_host::SurveyMark;
-
-/// Most bytes a write leader gathers into one group; keeps a small write's latency bounded when
-/// a large one is queued behind it.
-const MAX_GROUP_BYTES: usize = 1 << 20;
-
-/// A queued write.
-struct PendingWrite {
-    batch: WriteBatch,
-    sync: bool,
-    /// Freeze the memtable even if it is not full (used by `flush`).
-    force_flush: bool,
-    /// For GC relocations: the pointer each put replaces; a put is skipped if its key no
-    /// longer maps to that pointer when the leader writes it.
-    relocate_from: Option<Vec<ValuePointer>>,
-    /// Set once the write is done (by the leader that wrote it).
-    result: Mutex<Option<Result<()>>>,
-    cv: Condvar,
-}
+use write::PendingWrite;
 
 struct DbInner {
     options: Options,
     dir: PathBuf,
     vlog: Arc<ValueLog>,
+    /// The durable catalog: the value log's metadata, and the index's own state beside it.
+    catalog: Arc<Catalog>,
     index: Arc<dyn Index>,
     snapshots: Arc<SnapshotList>,
     last_sequence: Arc<AtomicU64>,
+    /// Segment of the last record applied to the index (raised after the records are applied,
+    /// by the one writer that applies): every record before that segment is in the index.
+    applied_segment: AtomicU64,
     counters: Arc<Counters>,
     /// Value reads issued ahead of sequential iterators.
     prefetch: Arc<PrefetchPool>,
@@ -108,12 +95,6 @@ struct DbInner {
     _lock: Box<dyn FileLock>,
 }
 
-impl PendingWrite {
-    fn new(batch: WriteBatch, sync: bool, force_flush: bool, relocate_from: Option<Vec<ValuePointer>>) -> Self {
-        PendingWrite { batch, sync, force_flush, relocate_from, result: Mutex::new(None), cv: Condvar::new() }
-    }
-}
-
 /// An open database.
 pub struct Db {
     inner: Arc<DbInner>,
@@ -127,179 +108,6 @@ impl std::fmt::Debug for Db {
 }
 
 impl Db {
-    /// Opens (or creates, with `create_if_missing`) the database at `path`.
-    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let dir = path.as_ref().to_path_buf();
-        let fs = Arc::clone(&options.fs);
-        if options.create_if_missing {
-            fs.create_dir_all(&dir)?;
-        }
-        if !fs.exists(&dir) {
-            return Err(Error::InvalidArgument(format!("{} does not exist", dir.display())));
-        }
-        let lock = fs.lock(&lock_file(&dir))?;
-        let versions = if fs.exists(&current_file(&dir)) {
-            if options.error_if_exists {
-                return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
-            }
-            VersionSet::recover(Arc::clone(&fs), &dir, options.num_levels)?
-        } else if options.create_if_missing {
-            VersionSet::create(Arc::clone(&fs), &dir, options.num_levels)?
-        } else {
-            return Err(Error::InvalidArgument(format!("{} has no database", dir.display())));
-        };
-
-        let vlog = Arc::new(ValueLog::open(
-            Arc::clone(&fs),
-            &dir,
-            VlogOptions { segment_size: options.segment_size, buffer_size: options.vlog_buffer_size },
-        )?);
-        let log_head = versions.log_head();
-        // A segment before the log head that the MANIFEST no longer lists was released by GC
-        // just before a crash: its removal was recorded, only the file deletion was lost.
-        for seg in vlog.segments() {
-            if seg.id < log_head.segment && !versions.segments().contains_key(&seg.id) {
-                vlog.remove_segment(seg.id)?;
-            }
-        }
-        let newest_known = versions.segments().keys().next_back().copied().unwrap_or_default();
-        let recorded_skips: Vec<(SegmentId, Vec<(u64, u64)>)> = versions
-            .segments()
-            .iter()
-            .filter(|(_, meta)| !meta.skipped.is_empty())
-            .map(|(id, meta)| (*id, meta.skipped.clone()))
-            .collect();
-        vlog.reserve_ids_below(SegmentId(newest_known.0.max(log_head.segment.0) + 1));
-        let mem = Arc::new(Memtable::new(log_head));
-        let mut max_sequence = versions.last_sequence();
-        let mut replayed_any = false;
-        vlog.replay(log_head, &mut |batch: &[ReplayedRecord]| {
-            for rec in batch {
-                let kind = match rec.kind {
-                    RecordKind::Delete => ValueKind::Deletion,
-                    RecordKind::Put if rec.value.len() >= options.value_threshold => ValueKind::Pointer,
-                    RecordKind::Put => ValueKind::Inline,
-                };
-                let value = match kind {
-                    ValueKind::Deletion => Bytes::new(),
-                    ValueKind::Inline => Bytes::copy_from_slice(&rec.value),
-                    ValueKind::Pointer => Bytes::from(rec.pointer.encode()),
-                };
-                if kind != ValueKind::Pointer {
-                    mem.note_log_garbage(rec.pointer.segment, u64::from(rec.pointer.len));
-                }
-                mem.insert(&rec.key, rec.seq, kind, value);
-                max_sequence = max_sequence.max(rec.seq);
-                replayed_any = true;
-            }
-            Ok(())
-        })?;
-        if replayed_any {
-            // The replayed records may exist only in the page cache (a process crash); make them
-            // durable before tables that point at them can be written.
-            for seg in vlog.segments() {
-                if seg.id >= log_head.segment {
-                    fs.open_append(&segment_file(&dir, seg.id))?.sync()?;
-                }
-            }
-        }
-        remove_temp_files(fs.as_ref(), &dir);
-
-        let last_sequence = Arc::new(AtomicU64::new(max_sequence.0));
-        let snapshots = Arc::new(SnapshotList::default());
-        let counters = Arc::new(Counters::default());
-        let index = LsmIndex::open(LsmParts {
-            options: options.clone(),
-            dir: dir.clone(),
-            versions,
-            mem,
-            vlog: Arc::clone(&vlog),
-            snapshots: Arc::clone(&snapshots),
-            last_sequence: Arc::clone(&last_sequence),
-            counters: Arc::clone(&counters),
-        })?;
-        // A memtable rebuilt from a long log tail can exceed the write buffer; freeze it now so
-        // reads do not search one oversized skiplist until the next write arrives.
-        index.make_room(false)?;
-        let gc = GarbageCollector::new(
-            policy_for(options.gc_policy),
-            GcSettings {
-                garbage_ratio: options.gc_garbage_ratio,
-                space_budget: options.gc_space_budget,
-                space_amplification: options.gc_space_amplification,
-                space_trigger: options.gc_space_trigger,
-                punch_holes: options.gc_punch_holes,
-                logical_space_factor: options.gc_logical_space_factor,
-            },
-            options.segment_size,
-        );
-        // Ranges recorded as skipped may not have been punched before a crash (the punch waits
-        // for readers); punching is idempotent, so punch them all again.
-        let live_segments: Vec<SegmentId> = vlog.segments().iter().map(|s| s.id).collect();
-        for (id, ranges) in recorded_skips.iter().filter(|(id, _)| live_segments.contains(id)) {
-            if let Some(bytes) = punch_ranges(fs.as_ref(), &segment_file(&dir, *id), ranges)? {
-                gc.note_punched(*id, bytes);
-            }
-        }
-        let background_gc = options.background_gc;
-        let prefetch_threads = options.prefetch_threads;
-        let inner = Arc::new(DbInner {
-            options,
-            dir,
-            vlog,
-            index: Arc::new(index),
-            snapshots,
-            last_sequence,
-            counters,
-            prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
-            scan_values_cached: Arc::new(AtomicBool::new(false)),
-            writers: Mutex::new(VecDeque::new()),
-            poisoned: Mutex::new(None),
-            gc,
-            gc_barrier: RwLock::new(()),
-            gc_stop: AtomicBool::new(false),
-            gc_wake: (Mutex::new(()), Condvar::new()),
-            gc_failure: Mutex::new(None),
-            last_survey: Mutex::new(SurveyMark::default()),
-            separated_bytes_written: AtomicU64::new(0),
-            space_checked_at: AtomicU64::new(0),
-            space_pressed: AtomicBool::new(false),
-            _lock: lock,
-        });
-        let gc_thread = if background_gc {
-            let worker = Arc::clone(&inner);
-            let handle = std::thread::Builder::new()
-                .name("splitkv-gc".into())
-                .spawn(move || worker.background_gc())
-                .map_err(Error::Io)?;
-            Some(handle)
-        } else {
-            None
-        };
-        Ok(Db { inner, gc_thread: Mutex::new(gc_thread) })
-    }
-
-    /// Deletes the database at `path` and everything splitkv owns in it.
-    pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
-        let dir = path.as_ref();
-        let fs = &options.fs;
-        if !fs.exists(dir) {
-            return Ok(());
-        }
-        let lock_path = lock_file(dir);
-        let lock = fs.lock(&lock_path)?;
-        for name in fs.list(dir)? {
-            if matches!(parse_file_name(&name), Some(kind) if kind != FileKind::Lock) {
-                fs.remove(&dir.join(&name))?;
-            }
-        }
-        drop(lock);
-        let _ = fs.remove(&lock_path);
-        // Leave the directory if it holds files that are not ours.
-        let _ = fs.remove_dir(dir);
-        Ok(())
-    }
-
     /// Stops background work and writes buffered log records to the OS. Unsynced writes stay
     /// unsynced, as in LevelDB; use [`WriteOptions::sync`] for durability.
     pub fn close(self) -> Result<()> {
@@ -356,7 +164,7 @@ impl Db {
             return Ok(());
         }
         self.inner.wait_for_log_space()?;
-        self.inner.submit(PendingWrite::new(batch, opts.sync, false, None))
+        self.inner.submit(PendingWrite::new(batch, opts.sync))
     }
 
     /// The value of `key`, or `None`.
@@ -429,7 +237,7 @@ impl Db {
 
     /// Freezes the memtable and waits until it is written to an SSTable.
     pub fn flush(&self) -> Result<()> {
-        self.inner.submit(PendingWrite::new(WriteBatch::new(), false, true, None))?;
+        self.inner.submit(PendingWrite::flush())?;
         self.inner.index.wait_for_flush()
     }
 
@@ -481,6 +289,20 @@ impl Db {
         stats.gc_bytes_punched = gc.bytes_punched;
         stats.gc_segments_released = gc.segments_released;
         stats.disk_bytes = self.inner.disk_bytes();
+        stats.manifest_bytes_written = self.inner.catalog.manifest_bytes_written();
+        let (head, recorded) = self.inner.catalog.log_segments();
+        stats.log_head = (head.segment.0, head.offset);
+        stats.segments = self
+            .inner
+            .vlog
+            .segments()
+            .into_iter()
+            .map(|seg| SegmentStatsReport {
+                id: seg.id.0,
+                bytes: seg.len,
+                garbage_bytes: recorded.get(&seg.id).map_or(0, |m| m.garbage_bytes),
+            })
+            .collect();
         stats
     }
 
@@ -502,25 +324,6 @@ impl Drop for Db {
     fn drop(&mut self) {
         self.stop_background();
         let _ = self.inner.vlog.flush_buffer();
-    }
-}
-
-fn remove_temp_files(fs: &dyn FileSystem, dir: &Path) {
-    if let Ok(names) = fs.list(dir) {
-        for name in names {
-            if parse_file_name(&name) == Some(FileKind::Temp) {
-                let _ = fs.remove(&dir.join(name));
-            }
-        }
-    }
-}
-
-/// Copies an error for the other members of a failed write group.
-fn share_error(e: &Error) -> Error {
-    match e {
-        Error::Poisoned(m) => Error::Poisoned(m.clone()),
-        Error::Closed => Error::Closed,
-        other => Error::Poisoned(other.to_string()),
     }
 }
 
@@ -554,129 +357,6 @@ impl DbInner {
             Some(reason) => Err(Error::Poisoned(reason.clone())),
             None => Ok(()),
         }
-    }
-
-    /// Queues a write and either waits for a leader to do it or leads a group itself.
-    fn submit(&self, write: PendingWrite) -> Result<()> {
-        let me = Arc::new(write);
-        let mut queue = self.writers.lock();
-        queue.push_back(Arc::clone(&me));
-        loop {
-            if let Some(result) = me.result.lock().take() {
-                return result;
-            }
-            if queue.front().is_some_and(|front| Arc::ptr_eq(front, &me)) {
-                break;
-            }
-            me.cv.wait(&mut queue);
-        }
-
-        // Leader. Other writers keep queueing behind us while we work without the queue lock.
-        let room = self.check_poisoned().and_then(|()| self.index.make_room(me.force_flush));
-        let group: Vec<Arc<PendingWrite>> = if room.is_err() {
-            vec![Arc::clone(&me)]
-        } else {
-            let mut bytes = 0;
-            let mut group = Vec::new();
-            for w in queue.iter() {
-                // A group never waits for a sync it was not asked for; flush requests and GC
-                // relocations lead their own groups.
-                let alone = w.force_flush || w.relocate_from.is_some() || me.relocate_from.is_some();
-                if !group.is_empty() && ((w.sync && !me.sync) || alone || bytes > MAX_GROUP_BYTES) {
-                    break;
-                }
-                bytes += w.batch.payload_bytes();
-                group.push(Arc::clone(w));
-            }
-            group
-        };
-        drop(queue);
-
-        let result = room.and_then(|()| self.write_group(&group));
-        let mut queue = self.writers.lock();
-        for w in &group {
-            let popped = queue.pop_front();
-            debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
-            if !Arc::ptr_eq(w, &me) {
-                *w.result.lock() = Some(match &result {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(share_error(e)),
-                });
-                w.cv.notify_one();
-            }
-        }
-        if let Some(next) = queue.front() {
-            next.cv.notify_one();
-        }
-        result
-    }
-
-    /// Appends a group to the value log, syncs if asked, applies it to the index and publishes it.
-    fn write_group(&self, group: &[Arc<PendingWrite>]) -> Result<()> {
-        let threshold = self.options.value_threshold;
-        let mut seq = self.last_sequence.load(Ordering::Acquire);
-        let mut index_records = Vec::new();
-        let mut records = Vec::new();
-        let mut sync = false;
-        let mut user_bytes = 0u64;
-        let mut separated_bytes = 0u64;
-        let outcome = (|| -> Result<()> {
-            for w in group {
-                sync |= w.sync;
-                if w.batch.is_empty() {
-                    continue;
-                }
-                records.clear();
-                for (i, op) in w.batch.ops().iter().enumerate() {
-                    if let Some(old) = &w.relocate_from {
-                        // Relocation must never overwrite a newer user write.
-                        if !self.is_current(op.key(), &old[i])? {
-                            continue;
-                        }
-                    }
-                    seq += 1;
-                    let (kind, value) = match op {
-                        BatchOp::Put { value, .. } => (RecordKind::Put, value.as_slice()),
-                        BatchOp::Delete { .. } => (RecordKind::Delete, &[][..]),
-                    };
-                    records.push(RecordRef { seq: SequenceNumber(seq), kind, key: op.key(), value });
-                }
-                if records.is_empty() {
-                    continue;
-                }
-                let pointers = self.vlog.append_batch(&records)?;
-                if w.relocate_from.is_none() {
-                    // GC's rewrites are the engine's writes, not the user's.
-                    user_bytes += w.batch.payload_bytes() as u64;
-                }
-                for (rec, ptr) in records.iter().zip(pointers) {
-                    let (kind, value) = match rec.kind {
-                        RecordKind::Delete => (ValueKind::Deletion, Bytes::new()),
-                        RecordKind::Put if rec.value.len() >= threshold => {
-                            separated_bytes += u64::from(ptr.len);
-                            (ValueKind::Pointer, Bytes::from(ptr.encode()))
-                        }
-                        RecordKind::Put => (ValueKind::Inline, Bytes::copy_from_slice(rec.value)),
-                    };
-                    index_records.push(IndexRecord { user_key: rec.key, seq: rec.seq, kind, value, log_pointer: ptr });
-                }
-            }
-            if sync {
-                self.vlog.sync()?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = outcome {
-            // The log may hold part of the group; the on-disk state is unknown from here on.
-            let reason = e.to_string();
-            self.poisoned.lock().get_or_insert(reason);
-            return Err(e);
-        }
-        self.index.apply(&index_records);
-        Counters::add(&self.counters.user_bytes_written, user_bytes);
-        self.separated_bytes_written.fetch_add(separated_bytes, Ordering::Relaxed);
-        self.last_sequence.store(seq, Ordering::Release);
-        Ok(())
     }
 }
 

@@ -1,34 +1,83 @@
 //! The key index seam: what maps a user key to its newest value or value address.
 //!
 //! [`Index`] is implemented by [`lsm::LsmIndex`] (memtable + leveled SSTables). The persistent
-//! hash index of the SSHKV mode implements the same trait, so the write path, the value log and
-//! GC's "is this pointer still current?" question do not depend on which index is in use.
+//! hash index of the SSHKV mode implements the same trait, so the write path, recovery, the value
+//! log and GC's "is this pointer still current?" question do not depend on which index is in
+//! use. [`open`] opens the kind that `Options::index` names.
+//!
+//! What an index sees of the rest of the database is narrow on purpose: committed records
+//! ([`IndexRecord`], classified once by [`IndexRecord::from_log`]), the durable catalog it
+//! records its own state into beside the value log's metadata ([`crate::version::Catalog`]), and
+//! the [`LogLink`] through which it makes log records durable before recording a log head.
 
 pub mod lsm;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use std::collections::BTreeMap;
+use crate::options::{IndexKind, Options};
+use crate::snapshot::SnapshotList;
+use crate::stats::{Counters, Stats};
+use crate::types::{LogPosition, SegmentId, SequenceNumber, ValuePointer};
+use crate::version::Catalog;
+use crate::vlog::{RecordKind, SegmentInfo, ValueLog};
 
-use crate::stats::Stats;
-use crate::types::{LogPosition, SegmentId, SequenceNumber, ValueKind, ValuePointer};
-use crate::version::SegmentMeta;
+/// What one committed write stores in the index, typed: a pointer stays a [`ValuePointer`] from
+/// the write path into the index, which alone decides how to store it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexEntry<'a> {
+    /// The key was deleted.
+    Deletion,
+    /// A value small enough to live in the index.
+    Inline(&'a [u8]),
+    /// The address of a value separated into the log.
+    Pointer(ValuePointer),
+}
 
 /// One committed write, as the index receives it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct IndexRecord<'a> {
     /// The user key.
     pub user_key: &'a [u8],
     /// Its sequence number.
     pub seq: SequenceNumber,
-    /// Deletion, inline value, or pointer.
-    pub kind: ValueKind,
-    /// The inline value or the encoded pointer (empty for deletions).
-    pub value: Bytes,
+    /// What the index stores for it.
+    pub entry: IndexEntry<'a>,
     /// Where the write's record sits in the value log.
     pub log_pointer: ValuePointer,
+}
+
+impl<'a> IndexRecord<'a> {
+    /// The one place that decides what a logged write becomes in the index (used by the write
+    /// path and by recovery alike): a delete, an inline value below `value_threshold`, or a
+    /// pointer to the record.
+    pub fn from_log(
+        user_key: &'a [u8],
+        seq: SequenceNumber,
+        kind: RecordKind,
+        value: &'a [u8],
+        log_pointer: ValuePointer,
+        value_threshold: usize,
+    ) -> Self {
+        let entry = match kind {
+            RecordKind::Delete => IndexEntry::Deletion,
+            RecordKind::Put if value.len() >= value_threshold => IndexEntry::Pointer(log_pointer),
+            RecordKind::Put => IndexEntry::Inline(value),
+        };
+        IndexRecord { user_key, seq, entry, log_pointer }
+    }
+
+    /// True if the record's log bytes are garbage as soon as the index holds the record durably
+    /// (inline values and deletes: the log only served as their write-ahead log).
+    pub fn log_bytes_die_with_index(&self) -> bool {
+        !matches!(self.entry, IndexEntry::Pointer(_))
+    }
 }
 
 /// What the index holds for a key.
@@ -40,9 +89,42 @@ pub enum IndexValue {
     Pointer(ValuePointer),
 }
 
+/// The value log as an index reaches it: enough to make the records an index's durable state
+/// points to durable first, and to know which segments exist.
+pub trait LogLink: Send + Sync {
+    /// Makes every appended record durable.
+    fn sync(&self) -> Result<()>;
+    /// Where the next record will be appended.
+    fn head(&self) -> LogPosition;
+    /// Every segment of the log with its length, oldest first.
+    fn segments(&self) -> Vec<SegmentInfo>;
+}
+
+impl LogLink for ValueLog {
+    fn sync(&self) -> Result<()> {
+        ValueLog::sync(self)
+    }
+    fn head(&self) -> LogPosition {
+        ValueLog::head(self)
+    }
+    fn segments(&self) -> Vec<SegmentInfo> {
+        ValueLog::segments(self)
+    }
+}
+
+/// What a garbage survey counted: the live (reachable) record bytes of each surveyed segment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveCount {
+    /// The segments counted exactly; records of others were skipped.
+    pub surveyed: HashSet<SegmentId>,
+    /// Record bytes still reachable, per surveyed segment (absent = none).
+    pub live: BTreeMap<SegmentId, u64>,
+}
+
 /// A key index.
 pub trait Index: Send + Sync {
-    /// Applies committed records, in sequence order. Called by one writer at a time.
+    /// Applies committed records, in sequence order. Called by one writer at a time (and by
+    /// recovery, replaying the log tail, before any writer).
     fn apply(&self, records: &[IndexRecord<'_>]);
     /// Makes room for the next write group: delays or blocks the writer while background work
     /// catches up, and freezes a full memtable (or any non-empty one if `force`). Called by the
@@ -60,31 +142,44 @@ pub trait Index: Send + Sync {
     fn fill_stats(&self, stats: &mut Stats);
     /// An index-specific property (`splitkv.…`).
     fn property(&self, name: &str) -> Option<String>;
-    /// The recovery log head and what is recorded about every segment (garbage, skipped ranges).
-    fn log_segments(&self) -> (LogPosition, BTreeMap<SegmentId, SegmentMeta>);
-    /// Durably records that value-log segments were removed.
-    fn remove_segments(&self, ids: &[SegmentId]) -> Result<()>;
-    /// Durably records runs of dead records `[start, end)` of a segment that scans skip from
-    /// now on (so their bytes may be punched out).
-    fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<()>;
-    /// Counts the garbage of every segment before the recovery log head exactly, by walking
-    /// every version in the index, and records the counts. A version is garbage when its next
-    /// newer version has a sequence number at or below `horizon` (no reader can see it: the
-    /// caller passes the oldest open snapshot or, with none, the last sequence number).
-    fn survey_garbage(&self, horizon: SequenceNumber) -> Result<()>;
+    /// Counts, by walking every version in the index, the live record bytes of every segment
+    /// before `applied_before` (all of whose records the index has received) that the survey
+    /// can count exactly, and hands the count to `record` while no background work of the index
+    /// can charge garbage meanwhile (a charge published between the count and its record would
+    /// be overwritten). A version is dead when its next newer version has a sequence number at
+    /// or below `horizon` (no reader can see it).
+    fn survey_live(
+        &self,
+        horizon: SequenceNumber,
+        applied_before: SegmentId,
+        record: &mut dyn FnMut(&LiveCount) -> Result<()>,
+    ) -> Result<()>;
     /// Stops background work; later calls may fail.
     fn shutdown(&self);
 }
 
-/// Turns a stored (kind, bytes) pair into an [`IndexValue`].
-pub fn decode_index_value(kind: ValueKind, value: Bytes) -> Option<Result<IndexValue>> {
-    match kind {
-        ValueKind::Deletion => None,
-        ValueKind::Inline => Some(Ok(IndexValue::Inline(value))),
-        ValueKind::Pointer => Some(
-            ValuePointer::decode(&value)
-                .map(IndexValue::Pointer)
-                .ok_or_else(|| crate::Error::corruption("<index>", 0, "malformed value pointer")),
-        ),
+/// Everything an index needs from the database to open.
+pub struct IndexParts {
+    /// Database options.
+    pub options: Options,
+    /// Database directory.
+    pub dir: PathBuf,
+    /// The durable catalog (recovered or new).
+    pub catalog: Arc<Catalog>,
+    /// The value log, as the index may reach it.
+    pub log: Arc<dyn LogLink>,
+    /// Live snapshots (background work keeps what they can see).
+    pub snapshots: Arc<SnapshotList>,
+    /// Last published sequence number.
+    pub last_sequence: Arc<AtomicU64>,
+    /// Shared counters.
+    pub counters: Arc<Counters>,
+}
+
+/// Opens the index kind `parts.options.index` names over the recovered catalog. The log tail
+/// after the catalog's log head is replayed by the caller through [`Index::apply`].
+pub fn open(parts: IndexParts) -> Result<Arc<dyn Index>> {
+    match parts.options.index {
+        IndexKind::Lsm => Ok(Arc::new(lsm::LsmIndex::open(parts)?)),
     }
 }

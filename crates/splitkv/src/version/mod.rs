@@ -7,6 +7,8 @@
 //! - [`VersionEdit`]: one atomic change, the unit written to the MANIFEST.
 //! - [`VersionSet`]: owns the MANIFEST and the current `Version`; `log_and_apply` makes an edit
 //!   durable and then installs its result.
+//! - [`Catalog`]: the `VersionSet` behind its lock, owned by the database and shared with the
+//!   index; the value log's metadata and the index's tables are recorded through it.
 //! - `manifest`: the MANIFEST record format and the `CURRENT` pointer file.
 //!
 //! Invariants of a `Version`: level 0 is ordered by file number ascending (newest last) and its
@@ -18,6 +20,7 @@
 //! `VersionSet` is single-owner (`&mut self` to change it); callers serialize edits behind one lock.
 
 mod builder;
+mod catalog;
 mod edit;
 pub mod manifest;
 mod set;
@@ -28,6 +31,7 @@ use std::sync::Arc;
 use crate::types::{compare_internal_keys, seek_key, user_key, FileNumber, InternalKey, SequenceNumber, MAX_SEQUENCE};
 
 pub use builder::VersionBuilder;
+pub use catalog::Catalog;
 pub use edit::{EditDecodeError, GarbageSurvey, VersionEdit};
 pub use set::{VersionSet, DEFAULT_MAX_MANIFEST_SIZE};
 

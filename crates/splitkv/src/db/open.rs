@@ -1,0 +1,209 @@
+//! Opening a database: recovery of the catalog and the value log, the index of the kind the
+//! options name, and replay of the log tail through that index.
+//!
+//! Recovery order:
+//! 1. the catalog (MANIFEST): tables, value-log segments and their garbage, the log head;
+//! 2. the value log: segment files; a segment before the head that the catalog no longer lists
+//!    was released by GC just before a crash, and only its file deletion was lost;
+//! 3. the index (`Options::index`), over the catalog;
+//! 4. replay of every complete batch from the log head through `Index::apply`, the same call
+//!    the write path makes, then an fsync of the replayed segments (they may exist only in the
+//!    page cache after a process crash, and tables pointing at them may follow);
+//! 5. ranges recorded as skipped are punched again (a crash may have come before the punch);
+//! 6. the background GC thread.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::gc_host::SurveyMark;
+use super::{Db, DbInner};
+use crate::error::{Error, Result};
+use crate::filenames::{current_file, lock_file, parse_file_name, segment_file, FileKind};
+use crate::fs::FileSystem;
+use crate::index::{self, IndexParts, IndexRecord, LogLink};
+use crate::options::Options;
+use crate::snapshot::SnapshotList;
+use crate::stats::Counters;
+use crate::types::SegmentId;
+use crate::version::{Catalog, VersionSet};
+use crate::vlog::gc::{policy_for, punch_ranges, GarbageCollector, GcSettings};
+use crate::vlog::prefetch::PrefetchPool;
+use crate::vlog::{ReplayedRecord, ValueLog, VlogOptions};
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database at `path`.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let dir = path.as_ref().to_path_buf();
+        let fs = Arc::clone(&options.fs);
+        if options.create_if_missing {
+            fs.create_dir_all(&dir)?;
+        }
+        if !fs.exists(&dir) {
+            return Err(Error::InvalidArgument(format!("{} does not exist", dir.display())));
+        }
+        let lock = fs.lock(&lock_file(&dir))?;
+        let versions = if fs.exists(&current_file(&dir)) {
+            if options.error_if_exists {
+                return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
+            }
+            VersionSet::recover(Arc::clone(&fs), &dir, options.num_levels)?
+        } else if options.create_if_missing {
+            VersionSet::create(Arc::clone(&fs), &dir, options.num_levels)?
+        } else {
+            return Err(Error::InvalidArgument(format!("{} has no database", dir.display())));
+        };
+        let recorded_sequence = versions.last_sequence();
+        let catalog = Arc::new(Catalog::new(versions));
+        let (log_head, recorded) = catalog.log_segments();
+
+        let vlog = Arc::new(ValueLog::open(
+            Arc::clone(&fs),
+            &dir,
+            VlogOptions { segment_size: options.segment_size, buffer_size: options.vlog_buffer_size },
+        )?);
+        for seg in vlog.segments() {
+            if seg.id < log_head.segment && !recorded.contains_key(&seg.id) {
+                vlog.remove_segment(seg.id)?;
+            }
+        }
+        let newest_known = recorded.keys().next_back().copied().unwrap_or_default();
+        vlog.reserve_ids_below(SegmentId(newest_known.0.max(log_head.segment.0) + 1));
+
+        let last_sequence = Arc::new(AtomicU64::new(recorded_sequence.0));
+        let snapshots = Arc::new(SnapshotList::default());
+        let counters = Arc::new(Counters::default());
+        let index = index::open(IndexParts {
+            options: options.clone(),
+            dir: dir.clone(),
+            catalog: Arc::clone(&catalog),
+            log: Arc::clone(&vlog) as Arc<dyn LogLink>,
+            snapshots: Arc::clone(&snapshots),
+            last_sequence: Arc::clone(&last_sequence),
+            counters: Arc::clone(&counters),
+        })?;
+
+        let threshold = options.value_threshold;
+        let mut replayed_any = false;
+        vlog.replay(log_head, &mut |batch: &[ReplayedRecord]| {
+            let records: Vec<IndexRecord<'_>> = batch
+                .iter()
+                .map(|r| IndexRecord::from_log(&r.key, r.seq, r.kind, &r.value, r.pointer, threshold))
+                .collect();
+            index.apply(&records);
+            if let Some(last) = batch.last() {
+                last_sequence.fetch_max(last.seq.0, Ordering::Release);
+            }
+            replayed_any = true;
+            Ok(())
+        })?;
+        if replayed_any {
+            // The replayed records may exist only in the page cache (a process crash); make them
+            // durable before tables that point at them can be written.
+            for seg in vlog.segments() {
+                if seg.id >= log_head.segment {
+                    fs.open_append(&segment_file(&dir, seg.id))?.sync()?;
+                }
+            }
+        }
+        remove_temp_files(fs.as_ref(), &dir);
+        // A memtable rebuilt from a long log tail can exceed the write buffer; freeze it now so
+        // reads do not search one oversized skiplist until the next write arrives.
+        index.make_room(false)?;
+
+        let gc = GarbageCollector::new(
+            policy_for(options.gc_policy),
+            GcSettings {
+                garbage_ratio: options.gc_garbage_ratio,
+                space_budget: options.gc_space_budget,
+                space_amplification: options.gc_space_amplification,
+                space_trigger: options.gc_space_trigger,
+                punch_holes: options.gc_punch_holes,
+                logical_space_factor: options.gc_logical_space_factor,
+            },
+            options.segment_size,
+        );
+        // Ranges recorded as skipped may not have been punched before a crash (the punch waits
+        // for readers); punching is idempotent, so punch them all again.
+        let live_segments: Vec<SegmentId> = vlog.segments().iter().map(|s| s.id).collect();
+        for (id, meta) in recorded.iter().filter(|(id, meta)| !meta.skipped.is_empty() && live_segments.contains(id)) {
+            if let Some(bytes) = punch_ranges(fs.as_ref(), &segment_file(&dir, *id), &meta.skipped)? {
+                gc.note_punched(*id, bytes);
+            }
+        }
+        let background_gc = options.background_gc;
+        let prefetch_threads = options.prefetch_threads;
+        // Nothing is in flight at open: every record in the log is applied.
+        let applied_segment = AtomicU64::new(vlog.head().segment.0);
+        let inner = Arc::new(DbInner {
+            options,
+            dir,
+            vlog,
+            catalog,
+            index,
+            snapshots,
+            last_sequence,
+            applied_segment,
+            counters,
+            prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
+            scan_values_cached: Arc::new(AtomicBool::new(false)),
+            writers: Mutex::new(VecDeque::new()),
+            poisoned: Mutex::new(None),
+            gc,
+            gc_barrier: RwLock::new(()),
+            gc_stop: AtomicBool::new(false),
+            gc_wake: (Mutex::new(()), Condvar::new()),
+            gc_failure: Mutex::new(None),
+            last_survey: Mutex::new(SurveyMark::default()),
+            separated_bytes_written: AtomicU64::new(0),
+            space_checked_at: AtomicU64::new(0),
+            space_pressed: AtomicBool::new(false),
+            _lock: lock,
+        });
+        let gc_thread = if background_gc {
+            let worker = Arc::clone(&inner);
+            let handle = std::thread::Builder::new()
+                .name("splitkv-gc".into())
+                .spawn(move || worker.background_gc())
+                .map_err(Error::Io)?;
+            Some(handle)
+        } else {
+            None
+        };
+        Ok(Db { inner, gc_thread: Mutex::new(gc_thread) })
+    }
+
+    /// Deletes the database at `path` and everything splitkv owns in it.
+    pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
+        let dir = path.as_ref();
+        let fs = &options.fs;
+        if !fs.exists(dir) {
+            return Ok(());
+        }
+        let lock_path = lock_file(dir);
+        let lock = fs.lock(&lock_path)?;
+        for name in fs.list(dir)? {
+            if matches!(parse_file_name(&name), Some(kind) if kind != FileKind::Lock) {
+                fs.remove(&dir.join(&name))?;
+            }
+        }
+        drop(lock);
+        let _ = fs.remove(&lock_path);
+        // Leave the directory if it holds files that are not ours.
+        let _ = fs.remove_dir(dir);
+        Ok(())
+    }
+}
+
+fn remove_temp_files(fs: &dyn FileSystem, dir: &Path) {
+    if let Ok(names) = fs.list(dir) {
+        for name in names {
+            if parse_file_name(&name) == Some(FileKind::Temp) {
+                let _ = fs.remove(&dir.join(name));
+            }
+        }
+    }
+}

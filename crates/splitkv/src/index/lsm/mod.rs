@@ -1,0 +1,362 @@
+//! [`LsmIndex`]: the LSM-tree index — an active memtable, at most one frozen memtable being
+//! flushed, and leveled SSTables described by the current [`Version`].
+//!
+//! This module holds the tree's state and the [`Index`] implementation (applying writes, making
+//! room for them); the rest lives beside it, one concept per file:
+//! - `read`: point lookups and the merged cursor over a [`SuperVersion`];
+//! - `flush`: frozen memtable -> level-0 table, and obsolete-file deletion;
+//! - `scheduler`: the background workers, compaction picking and publishing, manual compaction;
+//! - `survey`: counting live value-log bytes for garbage surveys.
+//!
+//! Writers are delayed at the L0 slowdown trigger and blocked at the stop trigger or while the
+//! frozen memtable is still being flushed; stall time is counted by cause.
+//!
+//! The tree's durable state (tables, file numbers, compact pointers) is recorded in the
+//! database's [`Catalog`], beside the value log's metadata, which the database owns; the index
+//! reaches the value log only through a [`LogLink`].
+//!
+//! Lock order: `compaction_lock`, then `state`, then the catalog.
+
+mod flush;
+mod read;
+mod scheduler;
+mod survey;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink};
+use crate::compaction::picker::InFlight;
+use crate::compaction::{CompactionListener, CompactionPolicy};
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::iter::InternalIterator;
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::snapshot::SnapshotList;
+use crate::sstable::{BlockCache, TableCache, TableOptions};
+use crate::stats::{Counters, LevelStats, Stats};
+use crate::types::{FileNumber, SegmentId, SequenceNumber, ValueKind};
+use crate::version::{Catalog, Version};
+
+/// What a reader needs to see one consistent state of the tree.
+pub struct SuperVersion {
+    /// The active memtable.
+    pub mem: Arc<Memtable>,
+    /// The frozen memtable being flushed, if any.
+    pub imm: Option<Arc<Memtable>>,
+    /// The SSTables.
+    pub version: Arc<Version>,
+}
+
+struct State {
+    mem: Arc<Memtable>,
+    imm: Option<Arc<Memtable>>,
+    /// Table numbers being written: not yet in any version, must not be deleted as obsolete.
+    pending_outputs: HashSet<FileNumber>,
+    /// A flush is in progress (only one runs at a time).
+    flushing: bool,
+    bg_error: Option<String>,
+    shutting_down: bool,
+    policy: Box<dyn CompactionPolicy>,
+    /// Inputs and output ranges of running compactions.
+    in_flight: InFlight,
+}
+
+struct Shared {
+    options: Options,
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    catalog: Arc<Catalog>,
+    log: Arc<dyn LogLink>,
+    snapshots: Arc<SnapshotList>,
+    last_sequence: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+    table_options: TableOptions,
+    block_cache: Arc<BlockCache>,
+    table_cache: Arc<TableCache>,
+    state: Mutex<State>,
+    /// Signals the background thread: work may be available, or shutdown.
+    work_cv: Condvar,
+    /// Signals writers and waiters: a flush or compaction finished.
+    done_cv: Condvar,
+    super_version: RwLock<Arc<SuperVersion>>,
+    /// Shared by running background compactions, exclusive for a manual compaction and for a
+    /// garbage survey, so neither overlaps one.
+    compaction_lock: RwLock<()>,
+    listener: Option<Arc<dyn CompactionListener>>,
+    started: Instant,
+}
+
+/// The LSM-tree index.
+pub struct LsmIndex {
+    shared: Arc<Shared>,
+    background: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl LsmIndex {
+    /// Starts the index over the recovered catalog, with an empty memtable starting at the
+    /// recorded log head, and spawns its background workers.
+    pub fn open(parts: IndexParts) -> Result<LsmIndex> {
+        let options = parts.options;
+        let table_options = TableOptions::from_options(&options);
+        let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
+        let table_cache = Arc::new(TableCache::new(
+            Arc::clone(&options.fs),
+            parts.dir.clone(),
+            options.max_open_files,
+            Some(Arc::clone(&block_cache)),
+            table_options,
+        ));
+        let mem = Arc::new(Memtable::new(parts.catalog.log_head()));
+        let version = parts.catalog.lock().current();
+        let super_version = Arc::new(SuperVersion { mem: Arc::clone(&mem), imm: None, version });
+        let shared = Arc::new(Shared {
+            fs: Arc::clone(&options.fs),
+            dir: parts.dir,
+            catalog: parts.catalog,
+            log: parts.log,
+            snapshots: parts.snapshots,
+            last_sequence: parts.last_sequence,
+            counters: parts.counters,
+            table_options,
+            block_cache,
+            table_cache,
+            state: Mutex::new(State {
+                mem,
+                imm: None,
+                pending_outputs: HashSet::new(),
+                flushing: false,
+                bg_error: None,
+                shutting_down: false,
+                policy: scheduler::policy_for(&options),
+                in_flight: InFlight::default(),
+            }),
+            work_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            super_version: RwLock::new(super_version),
+            compaction_lock: RwLock::new(()),
+            listener: options.compaction_listener.clone(),
+            started: Instant::now(),
+            options,
+        });
+        shared.delete_unlisted_files(true);
+        let index = LsmIndex { shared, background: Mutex::new(Vec::new()) };
+        for n in 0..index.shared.options.max_background_compactions.max(1) {
+            let worker = Arc::clone(&index.shared);
+            let spawned =
+                std::thread::Builder::new().name(format!("splitkv-bg{n}")).spawn(move || worker.background_loop());
+            match spawned {
+                Ok(handle) => index.background.lock().push(handle),
+                // Dropping `index` stops and joins the workers already started.
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+        Ok(index)
+    }
+
+    /// The current super version (for tools and tests).
+    pub fn super_version(&self) -> Arc<SuperVersion> {
+        self.shared.super_version()
+    }
+}
+
+impl Drop for LsmIndex {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Shared {
+    fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.super_version.read())
+    }
+
+    /// Publishes the memtables of `state` with the catalog's current version to readers.
+    fn install_super_version(&self, state: &State) {
+        let version = self.catalog.lock().current();
+        let sv = SuperVersion { mem: Arc::clone(&state.mem), imm: state.imm.clone(), version };
+        *self.super_version.write() = Arc::new(sv);
+    }
+
+    fn set_bg_error(&self, state: &mut State, err: &Error) {
+        if state.bg_error.is_none() {
+            state.bg_error = Some(err.to_string());
+        }
+        self.done_cv.notify_all();
+    }
+}
+
+impl Index for LsmIndex {
+    fn apply(&self, records: &[IndexRecord<'_>]) {
+        let mem = Arc::clone(&self.shared.state.lock().mem);
+        for r in records {
+            if r.log_bytes_die_with_index() {
+                mem.note_log_garbage(r.log_pointer.segment, u64::from(r.log_pointer.len));
+            }
+            match r.entry {
+                IndexEntry::Deletion => mem.insert(r.user_key, r.seq, ValueKind::Deletion, Bytes::new()),
+                IndexEntry::Inline(v) => mem.insert(r.user_key, r.seq, ValueKind::Inline, Bytes::copy_from_slice(v)),
+                IndexEntry::Pointer(p) => mem.insert(r.user_key, r.seq, ValueKind::Pointer, Bytes::from(p.encode())),
+            }
+        }
+    }
+
+    fn make_room(&self, force: bool) -> Result<()> {
+        let s = &self.shared;
+        let o = &s.options;
+        let mut allow_delay = !force;
+        let mut force = force;
+        let mut state = s.state.lock();
+        loop {
+            if let Some(e) = &state.bg_error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            if state.shutting_down {
+                return Err(Error::Closed);
+            }
+            let l0 = s.super_version().version.files(0).len();
+            if allow_delay && l0 >= o.level0_slowdown_writes_trigger {
+                // Spread the slowdown over many writes instead of stopping one for long.
+                drop(state);
+                let start = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                Counters::add(&s.counters.stall_slowdown_micros, start.elapsed().as_micros() as u64);
+                allow_delay = false;
+                state = s.state.lock();
+                continue;
+            }
+            let mem_full = state.mem.approximate_bytes() >= o.write_buffer_size;
+            if !force && !mem_full {
+                return Ok(());
+            }
+            // An empty memtable is frozen only to move the recorded log head past a sealed
+            // segment (so GC may clean it); otherwise there is nothing to flush.
+            if force && state.mem.is_empty() && state.mem.log_start() == s.log.head() {
+                return Ok(());
+            }
+            if state.imm.is_some() || l0 >= o.level0_stop_writes_trigger {
+                let start = Instant::now();
+                s.work_cv.notify_all();
+                s.done_cv.wait(&mut state);
+                Counters::add(&s.counters.stall_stop_micros, start.elapsed().as_micros() as u64);
+                continue;
+            }
+            let fresh = Arc::new(Memtable::new(s.log.head()));
+            let frozen = std::mem::replace(&mut state.mem, fresh);
+            state.imm = Some(frozen);
+            s.install_super_version(&state);
+            s.work_cv.notify_all();
+            force = false;
+        }
+    }
+
+    fn wait_for_flush(&self) -> Result<()> {
+        let s = &self.shared;
+        let mut state = s.state.lock();
+        while state.imm.is_some() {
+            if let Some(e) = &state.bg_error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            s.work_cv.notify_all();
+            s.done_cv.wait(&mut state);
+        }
+        match &state.bg_error {
+            Some(e) => Err(Error::Poisoned(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
+        self.shared.get(user_key, seq, fill_cache)
+    }
+
+    fn iter(&self, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
+        self.shared.iter(fill_cache)
+    }
+
+    fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        // The caller flushed through the write leader. Freezing the memtable here instead would
+        // race the leader: records appended before the freeze but applied after it would land in
+        // the new memtable, behind its log start, and a crash would skip them in replay.
+        self.wait_for_flush()?;
+        self.shared.compact_range(begin, end)
+    }
+
+    fn fill_stats(&self, stats: &mut Stats) {
+        let s = &self.shared;
+        let sv = s.super_version();
+        stats.levels = (0..sv.version.num_levels())
+            .map(|level| LevelStats {
+                level,
+                files: sv.version.files(level).len(),
+                bytes: sv.version.level_bytes(level),
+            })
+            .collect();
+        stats.memtable_bytes =
+            (sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())) as u64;
+        stats.block_cache_hits = s.block_cache.hits();
+        stats.block_cache_misses = s.block_cache.misses();
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        let sv = self.shared.super_version();
+        if let Some(level) = name.strip_prefix("splitkv.num-files-at-level") {
+            let level: usize = level.parse().ok()?;
+            return (level < sv.version.num_levels()).then(|| sv.version.files(level).len().to_string());
+        }
+        match name {
+            "splitkv.sstables" => {
+                let mut out = String::new();
+                for level in 0..sv.version.num_levels() {
+                    for f in sv.version.files(level) {
+                        out.push_str(&format!(
+                            "L{level} #{} {} bytes [{:?} .. {:?}]\n",
+                            f.number, f.file_size, f.smallest, f.largest
+                        ));
+                    }
+                }
+                Some(out)
+            }
+            "splitkv.total-sst-bytes" => {
+                Some((0..sv.version.num_levels()).map(|l| sv.version.level_bytes(l)).sum::<u64>().to_string())
+            }
+            "splitkv.compaction-slice-holder" => Some(
+                self.shared.state.lock().policy.slice_holder().map_or_else(|| "none".to_string(), |l| l.to_string()),
+            ),
+            "splitkv.memtable-bytes" => {
+                Some((sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())).to_string())
+            }
+            _ => None,
+        }
+    }
+
+    fn survey_live(
+        &self,
+        horizon: SequenceNumber,
+        applied_before: SegmentId,
+        record: &mut dyn FnMut(&LiveCount) -> Result<()>,
+    ) -> Result<()> {
+        self.shared.survey_live(horizon, applied_before, record)
+    }
+
+    fn shutdown(&self) {
+        {
+            let mut state = self.shared.state.lock();
+            state.shutting_down = true;
+            self.shared.work_cv.notify_all();
+            self.shared.done_cv.notify_all();
+        }
+        let workers = std::mem::take(&mut *self.background.lock());
+        for handle in workers {
+            let _ = handle.join();
+        }
+    }
+}

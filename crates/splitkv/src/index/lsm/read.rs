@@ -1,0 +1,125 @@
+//! Reads of the LSM index: point lookups (memtables, then the tables that may hold the key,
+//! newest first) and the merged cursor over every source.
+//!
+//! Readers take a [`super::SuperVersion`] (memtable, frozen memtable, version) under a read lock
+//! and then read without locks; everything they reach stays alive through the `Arc`s, and files
+//! of a version someone still holds are never deleted.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{Shared, SuperVersion};
+use crate::error::{Error, Result};
+use crate::filenames::table_file;
+use crate::index::IndexValue;
+use crate::iter::level::{LevelFile, LevelIterator};
+use crate::iter::merge::MergingIterator;
+use crate::iter::{InternalIterator, KeepAlive};
+use crate::memtable::Lookup;
+use crate::stats::Counters;
+use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind, ValuePointer};
+use crate::version::Version;
+
+/// Turns a stored (kind, bytes) pair into what the index returns; a pointer that does not
+/// decode is corruption of `file`.
+fn decode_stored(kind: ValueKind, value: Bytes, file: &Path) -> Result<Option<IndexValue>> {
+    match kind {
+        ValueKind::Deletion => Ok(None),
+        ValueKind::Inline => Ok(Some(IndexValue::Inline(value))),
+        ValueKind::Pointer => match ValuePointer::decode(&value) {
+            Some(ptr) => Ok(Some(IndexValue::Pointer(ptr))),
+            None => Err(Error::corruption(file, 0, "malformed value pointer")),
+        },
+    }
+}
+
+impl Shared {
+    /// The newest value of `user_key` visible at `seq`.
+    pub(super) fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
+        let sv = self.super_version();
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
+            match mem.get(user_key, seq) {
+                Lookup::Found(kind, value) => return decode_stored(kind, value, Path::new("memtable")),
+                Lookup::Deleted => return Ok(None),
+                Lookup::Absent => {}
+            }
+        }
+        self.get_from_tables(&sv.version, user_key, seq, fill_cache)
+    }
+
+    fn get_from_tables(
+        &self,
+        version: &Version,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        fill_cache: bool,
+    ) -> Result<Option<IndexValue>> {
+        let lookup = seek_key(user_key, seq);
+        let mut found = None;
+        let mut error = None;
+        version.for_each_candidate(&lookup, |_level, file| {
+            Counters::add(&self.counters.tables_probed, 1);
+            let hit = self
+                .table_cache
+                .get_table(file.number, file.file_size)
+                .and_then(|table| table.get(&lookup, fill_cache));
+            match hit {
+                Ok(Some((ikey, value))) => {
+                    found = Some((file.number, ikey, value));
+                    false
+                }
+                Ok(None) => true,
+                Err(e) => {
+                    error = Some(e);
+                    false
+                }
+            }
+        });
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let Some((number, ikey, value)) = found else { return Ok(None) };
+        let path = table_file(&self.dir, number);
+        let parsed =
+            parse_internal_key(&ikey).ok_or_else(|| Error::corruption(&path, 0, "malformed internal key in table"))?;
+        decode_stored(parsed.kind, value, &path)
+    }
+
+    /// A merged cursor over every entry of the current super version, which it keeps alive.
+    pub(super) fn iter(&self, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
+        let sv: Arc<SuperVersion> = self.super_version();
+        let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
+        if let Some(imm) = &sv.imm {
+            children.push(Box::new(imm.iter()));
+        }
+        for file in sv.version.files(0) {
+            let table = self.table_cache.get_table(file.number, file.file_size)?;
+            children.push(Box::new(table.iter(fill_cache)));
+        }
+        for level in 1..sv.version.num_levels() {
+            let files = sv.version.files(level);
+            if files.is_empty() {
+                continue;
+            }
+            let level_files = files
+                .iter()
+                .map(|f| LevelFile {
+                    id: f.number.0,
+                    size: f.file_size,
+                    smallest: f.smallest.0.clone(),
+                    largest: f.largest.0.clone(),
+                })
+                .collect();
+            let cache = Arc::clone(&self.table_cache);
+            let open = Arc::new(move |f: &LevelFile| -> Result<Box<dyn InternalIterator>> {
+                let table = cache.get_table(FileNumber(f.id), f.size)?;
+                Ok(Box::new(table.iter(fill_cache)))
+            });
+            children.push(Box::new(LevelIterator::new(level_files, open)));
+        }
+        // The iterator keeps its super version, and so every file it may still open, alive.
+        Ok(Box::new(KeepAlive { inner: MergingIterator::new(children), keep: sv }))
+    }
+}

@@ -1,0 +1,316 @@
+//! The LSM index's compaction scheduler: the background workers' loop, picking (the policy
+//! chooses a level, the picker free inputs there), running and publishing compactions, and
+//! manual range compaction.
+//!
+//! Flushes pre-empt compactions: a worker always flushes before picking, and a running
+//! compaction checks every few entries whether a frozen memtable waits and flushes it first.
+//! Workers pick under the state lock and mark their inputs busy in [`InFlight`] before releasing
+//! it, so concurrent compactions never share files or write overlapping ranges into one level; a
+//! manual compaction excludes them all (`compaction_lock`). Each finished compaction is reported
+//! to the policy (its level and duration) and to the optional listener.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{Shared, State};
+use crate::compaction::exec::{self, CompactionContext};
+use crate::compaction::picker::{self, Compaction, InFlight};
+use crate::compaction::{
+    CompactionEvent, CompactionPolicy, FinishedCompaction, LevelsSnapshot, PickReason, SchedulerState, ScorePolicy,
+    TimeSliceConfig, TimeSlicePolicy,
+};
+use crate::error::{Error, Result};
+use crate::options::{CompactionPolicyKind, Options};
+use crate::stats::Counters;
+use crate::version::{FileMetaData, Version, VersionEdit};
+
+/// The compaction policy `options` select.
+pub(super) fn policy_for(options: &Options) -> Box<dyn CompactionPolicy> {
+    match options.compaction_policy {
+        CompactionPolicyKind::Score => Box::new(ScorePolicy::default()),
+        CompactionPolicyKind::TimeSlice { slice_ms, dynamic, drain_percent } => {
+            Box::new(TimeSlicePolicy::new(TimeSliceConfig {
+                slice_ms,
+                dynamic,
+                drain_fraction: drain_percent.map(|p| f64::from(p.min(100)) / 100.0),
+                ..TimeSliceConfig::default()
+            }))
+        }
+    }
+}
+
+impl Shared {
+    fn levels_snapshot(&self, version: &Version, in_flight: &InFlight) -> LevelsSnapshot {
+        let o = &self.options;
+        let levels = 0..version.num_levels();
+        LevelsSnapshot {
+            files: levels.clone().map(|l| version.files(l).len()).collect(),
+            bytes: levels.clone().map(|l| version.level_bytes(l)).collect(),
+            l0_trigger: o.level0_file_num_compaction_trigger,
+            l0_slowdown: o.level0_slowdown_writes_trigger,
+            l0_stop: o.level0_stop_writes_trigger,
+            max_bytes: LevelsSnapshot::max_bytes_for_levels(o),
+            compacting_bytes: levels.map(|l| in_flight.busy_bytes(version, l)).collect(),
+            blocked: Vec::new(),
+        }
+    }
+
+    fn scheduler_state(&self) -> SchedulerState {
+        SchedulerState { now_ms: self.started.elapsed().as_millis() as u64 }
+    }
+
+    /// A background worker: flushes first, then runs what the policy picks, until shutdown.
+    pub(super) fn background_loop(self: Arc<Self>) {
+        let mut state = self.state.lock();
+        loop {
+            if state.shutting_down {
+                break;
+            }
+            if state.bg_error.is_some() {
+                self.work_cv.wait(&mut state);
+                continue;
+            }
+            if state.imm.is_some() && !state.flushing {
+                drop(state);
+                self.flush_frozen_memtable();
+                state = self.state.lock();
+                continue;
+            }
+            // A manual compaction holds the lock exclusively; look again shortly.
+            let Some(shared_guard) = self.compaction_lock.try_read() else {
+                drop(state);
+                std::thread::sleep(Duration::from_millis(10));
+                state = self.state.lock();
+                continue;
+            };
+            let Some((compaction, reason)) = self.pick_compaction(&mut state) else {
+                drop(shared_guard);
+                self.work_cv.wait(&mut state);
+                continue;
+            };
+            let id = state.in_flight.register(&compaction);
+            drop(state);
+            let started_ms = self.scheduler_state().now_ms;
+            let timer = Instant::now();
+            let level_bytes = compaction.input_bytes().0;
+            let result = self.run_compaction(compaction);
+            let duration = timer.elapsed();
+            drop(shared_guard);
+            state = self.state.lock();
+            state.in_flight.release(id);
+            // At least 1 ms per compaction, so that a run of sub-millisecond moves still ends a slice.
+            let done =
+                FinishedCompaction { level: reason.0, duration_ms: (duration.as_millis() as u64).max(1), level_bytes };
+            let now = self.scheduler_state();
+            state.policy.on_compaction_done(&done, &now);
+            let holder = state.policy.slice_holder();
+            // Other workers may have found every candidate busy.
+            self.work_cv.notify_all();
+            match result {
+                Ok(summary) => {
+                    if let Some(listener) = self.listener.clone() {
+                        drop(state);
+                        listener.on_compaction_completed(&summary.event(reason.1, started_ms, duration, holder));
+                        state = self.state.lock();
+                    }
+                }
+                Err(e) => self.set_bg_error(&mut state, &e),
+            }
+        }
+    }
+
+    /// Asks the policy for a level and the picker for free inputs there. Levels whose every
+    /// candidate conflicts with a running compaction are reported to the policy as blocked.
+    pub(super) fn pick_compaction(&self, state: &mut State) -> Option<(Compaction, (usize, PickReason))> {
+        let catalog = self.catalog.lock();
+        let version = catalog.current();
+        let mut levels = self.levels_snapshot(&version, &state.in_flight);
+        let mut candidates: Vec<Option<Compaction>> = (0..version.num_levels().saturating_sub(1))
+            .map(|level| {
+                let pointer = catalog.compact_pointer(level);
+                picker::pick_free_inputs(&version, level, pointer, self.options.target_file_size, &state.in_flight)
+            })
+            .collect();
+        drop(catalog);
+        levels.blocked = candidates.iter().map(Option::is_none).collect();
+        levels.blocked.push(true);
+        let sched = self.scheduler_state();
+        let pick = state.policy.pick(&levels, &sched)?;
+        let compaction = candidates.get_mut(pick.level)?.take()?;
+        Some((compaction, (pick.level, pick.reason)))
+    }
+
+    /// Runs one compaction (or trivial move) and publishes its result.
+    pub(super) fn run_compaction(&self, compaction: Compaction) -> Result<CompactionSummary> {
+        let level = compaction.level;
+        let mut summary = CompactionSummary {
+            level,
+            input_files: [compaction.inputs[0].len(), compaction.inputs[1].len()],
+            input_bytes: {
+                let (a, b) = compaction.input_bytes();
+                [a, b]
+            },
+            ..CompactionSummary::default()
+        };
+        let mut edit = VersionEdit::default();
+        if let Some(largest) = compaction.largest_input_key() {
+            edit.compact_pointers.push((level, largest));
+        }
+        for (which, files) in compaction.inputs.iter().enumerate() {
+            for f in files {
+                edit.deleted_files.push((level + which, f.number));
+            }
+        }
+        if compaction.is_trivial_move() {
+            let file = &compaction.inputs[0][0];
+            edit.new_files.push((level + 1, FileMetaData::clone(file)));
+            self.catalog.record(edit)?;
+            let state = self.state.lock();
+            self.install_super_version(&state);
+            self.done_cv.notify_all();
+            drop(state);
+            drop(compaction);
+            self.delete_obsolete_files();
+            summary.trivial_move = true;
+            return Ok(summary);
+        }
+
+        let snapshots = self.snapshots.all();
+        let mut allocated = Vec::new();
+        let result = {
+            let mut new_file_number = || {
+                let mut state = self.state.lock();
+                let n = self.catalog.lock().new_file_number();
+                state.pending_outputs.insert(n);
+                allocated.push(n);
+                n
+            };
+            let mut preempt = || {
+                self.flush_frozen_memtable();
+                match self.state.lock().bg_error.clone() {
+                    Some(e) => Err(Error::Poisoned(e)),
+                    None => Ok(()),
+                }
+            };
+            exec::run(
+                &compaction,
+                CompactionContext {
+                    fs: &self.fs,
+                    dir: &self.dir,
+                    table_cache: &self.table_cache,
+                    table_options: self.table_options,
+                    snapshots,
+                    new_file_number: &mut new_file_number,
+                    preempt: &mut preempt,
+                },
+            )
+        };
+        let outcome = result.and_then(|res| {
+            self.fs.sync_dir(&self.dir)?;
+            Ok(res)
+        });
+        // Release the input version so its files can be judged obsolete below.
+        drop(compaction);
+        let release_outputs = |state: &mut State| {
+            for n in &allocated {
+                state.pending_outputs.remove(n);
+            }
+        };
+        let res = match outcome {
+            Ok(res) => res,
+            Err(e) => {
+                release_outputs(&mut self.state.lock());
+                self.delete_obsolete_files();
+                return Err(e);
+            }
+        };
+        summary.output_files = res.outputs.len();
+        summary.output_bytes = res.bytes_written;
+        edit.new_files.extend(res.outputs.into_iter().map(|meta| (level + 1, meta)));
+        // The outputs stay pending until the edit lists them, or obsolete-file deletion running
+        // meanwhile would take them for leftovers.
+        let recorded = self.catalog.record_with(|set| {
+            edit.segment_garbage = set.new_garbage(res.garbage.iter().map(|d| (d.segment, d.bytes, d.shadowed_by)));
+            edit
+        });
+        let mut state = self.state.lock();
+        release_outputs(&mut state);
+        recorded?;
+        self.install_super_version(&state);
+        Counters::add(&self.counters.compactions, 1);
+        Counters::add(&self.counters.compaction_bytes_read, res.bytes_read);
+        Counters::add(&self.counters.compaction_bytes_written, res.bytes_written);
+        self.done_cv.notify_all();
+        drop(state);
+        self.delete_obsolete_files();
+        Ok(summary)
+    }
+
+    /// Compacts the key range `[begin, end]` down through every level, excluding background
+    /// compactions meanwhile.
+    pub(super) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        let _guard = self.compaction_lock.write();
+        // Like LevelDB: push the range down to the deepest level that already holds part of it,
+        // so data ends where a full compaction would leave it without rewriting empty levels.
+        let deepest = {
+            let version = self.catalog.lock().current();
+            (1..version.num_levels()).rev().find(|&l| !version.overlapping_files(l, begin, end).is_empty()).unwrap_or(1)
+        };
+        for level in 0..deepest {
+            let version = self.catalog.lock().current();
+            let picked = picker::range_inputs(&version, level, begin, end, self.options.target_file_size);
+            drop(version);
+            if let Some(c) = picked {
+                let started_ms = self.scheduler_state().now_ms;
+                let timer = Instant::now();
+                let summary = self.run_compaction(c)?;
+                if let Some(listener) = &self.listener {
+                    let holder = self.state.lock().policy.slice_holder();
+                    listener.on_compaction_completed(&summary.event(
+                        PickReason::Manual,
+                        started_ms,
+                        timer.elapsed(),
+                        holder,
+                    ));
+                }
+            }
+        }
+        // Workers that found nothing to do before may find work in the new shape of the tree.
+        self.work_cv.notify_all();
+        Ok(())
+    }
+}
+
+/// What one compaction did, before timing is attached.
+#[derive(Debug, Default)]
+pub(super) struct CompactionSummary {
+    level: usize,
+    input_files: [usize; 2],
+    input_bytes: [u64; 2],
+    output_files: usize,
+    output_bytes: u64,
+    trivial_move: bool,
+}
+
+impl CompactionSummary {
+    pub(super) fn event(
+        &self,
+        reason: PickReason,
+        start_ms: u64,
+        duration: Duration,
+        slice_holder: Option<usize>,
+    ) -> CompactionEvent {
+        CompactionEvent {
+            level: self.level,
+            reason,
+            input_files: self.input_files,
+            input_bytes: self.input_bytes,
+            output_files: self.output_files,
+            output_bytes: self.output_bytes,
+            trivial_move: self.trivial_move,
+            start_ms,
+            duration_micros: duration.as_micros() as u64,
+            slice_holder,
+        }
+    }
+}
