@@ -235,6 +235,7 @@ fn file_json(level: usize, f: &FileMetaData, style: ByteStyle) -> Value {
     json!({
         "level": level, "number": f.number.0, "size": f.file_size, "entries": f.num_entries,
         "smallest": show_ikey(&f.smallest, style), "largest": show_ikey(&f.largest, style),
+        "log_refs": f.log_refs.iter().map(|(segment, bytes)| json!({"segment": segment.0, "bytes": bytes})).collect::<Vec<_>>(),
     })
 }
 
@@ -264,6 +265,10 @@ fn print_edit(offset: u64, edit: &VersionEdit, style: ByteStyle) {
             show_ikey(&f.smallest, style),
             show_ikey(&f.largest, style)
         );
+        if !f.log_refs.is_empty() {
+            let refs: Vec<String> = f.log_refs.iter().map(|(segment, bytes)| format!("{segment}:{bytes}")).collect();
+            outln!("    points into segments {}", refs.join(" "));
+        }
     }
     for id in &edit.added_segments {
         outln!("  add segment {id}");

@@ -9,6 +9,7 @@
 //! Outputs are synced one by one; the caller syncs the directory and publishes them in one
 //! MANIFEST edit, so a crash mid-compaction leaves only unreferenced files behind.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -45,6 +46,8 @@ struct OpenOutput {
     builder: TableBuilder,
     smallest: Vec<u8>,
     largest: Vec<u8>,
+    /// Record bytes per value-log segment the table points to.
+    log_refs: BTreeMap<SegmentId, u64>,
 }
 
 impl<'a> TableSink<'a> {
@@ -68,8 +71,9 @@ impl<'a> TableSink<'a> {
         }
     }
 
-    /// Appends an entry; keys must arrive in internal-key order.
-    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+    /// Appends an entry; keys must arrive in internal-key order. `pointer` is the entry's value
+    /// decoded when it is a value-log pointer, counted in the table's log references.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8], pointer: Option<ValuePointer>) -> Result<()> {
         if self.current.is_none() {
             let number = (self.new_file_number)();
             let file = self.fs.create(&table_file(self.dir, number))?;
@@ -78,10 +82,14 @@ impl<'a> TableSink<'a> {
                 builder: TableBuilder::new(file, self.options),
                 smallest: ikey.to_vec(),
                 largest: Vec::new(),
+                log_refs: BTreeMap::new(),
             });
         }
         let out = self.current.as_mut().expect("output opened above");
         out.builder.add(ikey, value)?;
+        if let Some(ptr) = pointer {
+            *out.log_refs.entry(ptr.segment).or_default() += u64::from(ptr.len);
+        }
         out.largest.clear();
         out.largest.extend_from_slice(ikey);
         Ok(())
@@ -104,6 +112,7 @@ impl<'a> TableSink<'a> {
                 smallest: InternalKey(out.smallest),
                 largest: InternalKey(out.largest),
                 num_entries,
+                log_refs: out.log_refs.into_iter().collect(),
             });
         }
         Ok(())
@@ -230,18 +239,54 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
         newer_stripe = Some(this_stripe);
         let shadowed_by = std::mem::replace(&mut newer_sequence, parsed.sequence);
 
+        let pointer = match parsed.kind {
+            ValueKind::Pointer => Some(
+                ValuePointer::decode(input.value())
+                    .ok_or_else(|| Error::corruption(ctx.dir, 0, "compaction input has a malformed value pointer"))?,
+            ),
+            _ => None,
+        };
         if drop {
             dropped_entries += 1;
-            if parsed.kind == ValueKind::Pointer {
-                let ptr = ValuePointer::decode(input.value())
-                    .ok_or_else(|| Error::corruption(ctx.dir, 0, "compaction input has a malformed value pointer"))?;
+            if let Some(ptr) = pointer {
                 garbage.push(DroppedPointer { segment: ptr.segment, bytes: u64::from(ptr.len), shadowed_by });
             }
         } else {
-            sink.add(ikey, input.value())?;
+            sink.add(ikey, input.value(), pointer)?;
         }
         input.next()?;
     }
     let (outputs, bytes_written) = sink.finish()?;
     Ok(CompactionResult { outputs, garbage, bytes_read, bytes_written, dropped_entries })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::MemFileSystem;
+    use crate::types::internal_key;
+
+    #[test]
+    fn each_output_lists_the_log_records_it_points_to() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let mut next = 10;
+        let mut numbers = || {
+            next += 1;
+            FileNumber(next)
+        };
+        let mut sink = TableSink::new(&fs, dir, TableOptions::default(), u64::MAX, &mut numbers);
+        let ptr = |segment, len| ValuePointer { segment: SegmentId(segment), offset: 64, len };
+        let put = |key: &str, kind| internal_key(key.as_bytes(), SequenceNumber(1), kind);
+        sink.add(&put("a", ValueKind::Pointer), &ptr(3, 100).encode(), Some(ptr(3, 100))).unwrap();
+        sink.add(&put("b", ValueKind::Inline), b"small", None).unwrap();
+        sink.add(&put("c", ValueKind::Pointer), &ptr(1, 50).encode(), Some(ptr(1, 50))).unwrap();
+        sink.finish_current().unwrap();
+        sink.add(&put("d", ValueKind::Pointer), &ptr(3, 7).encode(), Some(ptr(3, 7))).unwrap();
+        let (outputs, _) = sink.finish().unwrap();
+        assert_eq!(outputs.len(), 2);
+        assert_eq!(outputs[0].log_refs, vec![(SegmentId(1), 50), (SegmentId(3), 100)]);
+        assert_eq!(outputs[1].log_refs, vec![(SegmentId(3), 7)]);
+    }
 }

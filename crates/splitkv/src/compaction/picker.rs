@@ -238,6 +238,7 @@ mod tests {
             smallest: InternalKey::new(lo.as_bytes(), SequenceNumber(1), ValueKind::Inline),
             largest: InternalKey::new(hi.as_bytes(), SequenceNumber(1), ValueKind::Inline),
             num_entries: 1,
+            log_refs: Vec::new(),
         }
     }
 

@@ -32,6 +32,7 @@ const TAG_REMOVED_SEGMENT: u32 = 8;
 const TAG_SEGMENT_GARBAGE: u32 = 9;
 const TAG_SKIPPED_RANGE: u32 = 10;
 const TAG_GARBAGE_SURVEY: u32 = 11;
+const TAG_NEW_FILE_WITH_LOG_REFS: u32 = 12;
 
 /// One atomic change to the version state. Fields left `None` or empty change nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -160,13 +161,19 @@ impl VersionEdit {
             put_varint64(dst, number.0);
         }
         for (level, meta) in &self.new_files {
-            put_varint32(dst, TAG_NEW_FILE);
+            // Tag 6 (no references) is only read: every table written now lists its references.
+            put_varint32(dst, TAG_NEW_FILE_WITH_LOG_REFS);
             put_varint64(dst, *level as u64);
             put_varint64(dst, meta.number.0);
             put_varint64(dst, meta.file_size);
             put_length_prefixed(dst, meta.smallest.as_bytes());
             put_length_prefixed(dst, meta.largest.as_bytes());
             put_varint64(dst, meta.num_entries);
+            put_varint64(dst, meta.log_refs.len() as u64);
+            for (segment, bytes) in &meta.log_refs {
+                put_varint64(dst, segment.0);
+                put_varint64(dst, *bytes);
+            }
         }
         for id in &self.added_segments {
             put_varint32(dst, TAG_ADDED_SEGMENT);
@@ -233,15 +240,19 @@ impl VersionEdit {
                     let number = FileNumber(cur.varint64("deleted file number")?);
                     edit.deleted_files.push((level, number));
                 }
-                TAG_NEW_FILE => {
+                TAG_NEW_FILE | TAG_NEW_FILE_WITH_LOG_REFS => {
                     let level = cur.level()?;
-                    let meta = FileMetaData {
+                    let mut meta = FileMetaData {
                         number: FileNumber(cur.varint64("new file number")?),
                         file_size: cur.varint64("new file size")?,
                         smallest: cur.internal_key("new file smallest key")?,
                         largest: cur.internal_key("new file largest key")?,
                         num_entries: cur.varint64("new file entry count")?,
+                        log_refs: Vec::new(),
                     };
+                    if tag == TAG_NEW_FILE_WITH_LOG_REFS {
+                        meta.log_refs = cur.log_refs()?;
+                    }
                     edit.new_files.push((level, meta));
                 }
                 TAG_ADDED_SEGMENT => edit.added_segments.push(SegmentId(cur.varint64("added segment")?)),
@@ -314,6 +325,26 @@ impl Cursor<'_> {
         usize::try_from(level).map_err(|_| self.error_at(offset, format!("level {level} out of range")))
     }
 
+    /// A table's value-log references: a count, then strictly ascending `(segment, bytes)`.
+    fn log_refs(&mut self) -> Result<Vec<(SegmentId, u64)>, EditDecodeError> {
+        let offset = self.offset();
+        let count = self.varint64("log reference count")?;
+        // Each reference takes at least two bytes: a count beyond that is damage, not a size.
+        if count > self.pos.len() as u64 / 2 {
+            return Err(self.error_at(offset, format!("{count} log references cannot fit the edit")));
+        }
+        let mut refs: Vec<(SegmentId, u64)> = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let segment = SegmentId(self.varint64("log reference segment")?);
+            let bytes = self.varint64("log reference bytes")?;
+            if refs.last().is_some_and(|(last, _)| *last >= segment) {
+                return Err(self.error_at(offset, "log references out of order".to_string()));
+            }
+            refs.push((segment, bytes));
+        }
+        Ok(refs)
+    }
+
     fn internal_key(&mut self, what: &str) -> Result<InternalKey, EditDecodeError> {
         let offset = self.offset();
         let bytes = get_length_prefixed(&mut self.pos).ok_or_else(|| self.truncated(what))?;
@@ -350,12 +381,48 @@ mod tests {
                 smallest: ikey(b"a", 1),
                 largest: InternalKey::new(b"z\xff", SequenceNumber(99), ValueKind::Deletion),
                 num_entries: 1000,
+                log_refs: vec![(SegmentId(3), 1000), (SegmentId(9), 24)],
             },
         );
         edit.add_segment(SegmentId(10));
         edit.remove_segment(SegmentId(2));
         edit.add_garbage(SegmentId(3), 4096);
         edit
+    }
+
+    #[test]
+    fn tables_without_log_references_from_older_manifests_still_decode() {
+        let mut old = Vec::new();
+        put_varint32(&mut old, TAG_NEW_FILE);
+        put_varint64(&mut old, 1);
+        put_varint64(&mut old, 7);
+        put_varint64(&mut old, 4096);
+        put_length_prefixed(&mut old, ikey(b"a", 1).as_bytes());
+        put_length_prefixed(&mut old, ikey(b"b", 1).as_bytes());
+        put_varint64(&mut old, 3);
+        let edit = VersionEdit::decode(&old).unwrap();
+        assert_eq!(edit.new_files.len(), 1);
+        assert_eq!(edit.new_files[0].1.number, FileNumber(7));
+        assert!(edit.new_files[0].1.log_refs.is_empty());
+    }
+
+    #[test]
+    fn log_references_out_of_order_or_too_many_are_rejected() {
+        let mut edit = full_edit();
+        edit.new_files[0].1.log_refs = vec![(SegmentId(9), 1), (SegmentId(3), 1)];
+        let err = VersionEdit::decode(&edit.encode()).unwrap_err();
+        assert!(err.reason.contains("out of order"), "{err:?}");
+        let mut huge = Vec::new();
+        put_varint32(&mut huge, TAG_NEW_FILE_WITH_LOG_REFS);
+        put_varint64(&mut huge, 1);
+        put_varint64(&mut huge, 7);
+        put_varint64(&mut huge, 4096);
+        put_length_prefixed(&mut huge, ikey(b"a", 1).as_bytes());
+        put_length_prefixed(&mut huge, ikey(b"b", 1).as_bytes());
+        put_varint64(&mut huge, 3);
+        put_varint64(&mut huge, u64::MAX);
+        let err = VersionEdit::decode(&huge).unwrap_err();
+        assert!(err.reason.contains("cannot fit"), "{err:?}");
     }
 
     #[test]

@@ -26,9 +26,12 @@ pub mod manifest;
 mod set;
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::types::{compare_internal_keys, seek_key, user_key, FileNumber, InternalKey, SequenceNumber, MAX_SEQUENCE};
+use crate::types::{
+    compare_internal_keys, seek_key, user_key, FileNumber, InternalKey, SegmentId, SequenceNumber, MAX_SEQUENCE,
+};
 
 pub use builder::VersionBuilder;
 pub use catalog::Catalog;
@@ -48,6 +51,10 @@ pub struct FileMetaData {
     pub largest: InternalKey,
     /// Number of entries (all versions, tombstones included).
     pub num_entries: u64,
+    /// The value-log records the table points to: record bytes per segment, ascending by
+    /// segment (Pebble keeps such a list per table). Dropping the table makes at most these
+    /// bytes garbage, which an edit can charge without reading the table.
+    pub log_refs: Vec<(SegmentId, u64)>,
 }
 
 impl FileMetaData {
@@ -144,6 +151,20 @@ impl Version {
     /// Total size of the files in `level`.
     pub fn level_bytes(&self, level: usize) -> u64 {
         self.files(level).iter().map(|f| f.file_size).sum()
+    }
+
+    /// The value-log record bytes per segment that the files `dropped` (`(level, number)`)
+    /// point to: the most garbage dropping them without a rewrite can make, known from the
+    /// table metadata alone (files not in this version count nothing).
+    pub fn log_refs_of(&self, dropped: &[(usize, FileNumber)]) -> BTreeMap<SegmentId, u64> {
+        let mut refs = BTreeMap::new();
+        for &(level, number) in dropped {
+            let Some(file) = self.files(level).iter().find(|f| f.number == number) else { continue };
+            for &(segment, bytes) in &file.log_refs {
+                *refs.entry(segment).or_default() += bytes;
+            }
+        }
+        refs
     }
 
     /// Every file with its level, level 0 first.

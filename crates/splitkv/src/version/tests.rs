@@ -21,6 +21,7 @@ fn table(number: u64, smallest: &str, largest: &str) -> FileMetaData {
         smallest: ikey(smallest, 10),
         largest: ikey(largest, 5),
         num_entries: number,
+        log_refs: Vec::new(),
     }
 }
 
@@ -488,4 +489,20 @@ fn failed_manifest_sync_installs_nothing_and_next_edit_starts_a_new_manifest() {
     let recovered = VersionSet::recover(fs, dir.path(), LEVELS).unwrap();
     assert_eq!(observe(&recovered), after);
     assert_eq!(recovered.segments().keys().copied().collect::<Vec<_>>(), [SegmentId(1), SegmentId(3)]);
+}
+
+#[test]
+fn dropping_tables_charges_their_log_references_from_metadata_alone() {
+    let mut a = table(1, "a", "c");
+    a.log_refs = vec![(SegmentId(2), 100), (SegmentId(5), 40)];
+    let mut b = table(2, "d", "f");
+    b.log_refs = vec![(SegmentId(5), 60)];
+    let mut edit = VersionEdit::default();
+    edit.add_file(1, a);
+    edit.add_file(1, b);
+    let version = Version::empty(LEVELS).apply(&edit).unwrap();
+    let both = version.log_refs_of(&[(1, FileNumber(1)), (1, FileNumber(2))]);
+    assert_eq!(both.into_iter().collect::<Vec<_>>(), vec![(SegmentId(2), 100), (SegmentId(5), 100)]);
+    // A file the version does not hold (or not at that level) charges nothing.
+    assert!(version.log_refs_of(&[(2, FileNumber(1)), (1, FileNumber(9))]).is_empty());
 }

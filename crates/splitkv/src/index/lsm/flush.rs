@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use super::Shared;
 use crate::compaction::exec::TableSink;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filenames::{parse_file_name, FileKind};
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::stats::Counters;
-use crate::types::{FileNumber, LogPosition, SequenceNumber};
+use crate::types::{parse_internal_key, FileNumber, LogPosition, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::VersionEdit;
 
 impl Shared {
@@ -59,7 +59,14 @@ impl Shared {
             let mut it = imm.iter();
             it.seek_to_first()?;
             while it.valid() {
-                sink.add(it.key(), it.value())?;
+                let pointer = match parse_internal_key(it.key()).map(|k| k.kind) {
+                    Some(ValueKind::Pointer) => Some(
+                        ValuePointer::decode(it.value())
+                            .ok_or_else(|| Error::corruption("memtable", 0, "malformed value pointer"))?,
+                    ),
+                    _ => None,
+                };
+                sink.add(it.key(), it.value(), pointer)?;
                 it.next()?;
             }
             let (outputs, bytes) = sink.finish()?;
