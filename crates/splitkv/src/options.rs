@@ -10,38 +10,8 @@ use std::sync::Arc;
 use crate::compaction::CompactionListener;
 use crate::fs::{FileSystem, OsFileSystem};
 use crate::snapshot::Snapshot;
-
-/// Block compression for SSTables.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum CompressionType {
-    /// Blocks are stored as built.
-    #[default]
-    None,
-    /// LZ4 block format (`lz4_flex`).
-    Lz4,
-    /// Zstandard at level 1 (`zstd`).
-    Zstd,
-}
-
-impl CompressionType {
-    /// Parses `none`, `lz4` or `zstd` (db_bench's `--compression_type`).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "none" => Some(CompressionType::None),
-            "lz4" => Some(CompressionType::Lz4),
-            "zstd" => Some(CompressionType::Zstd),
-            _ => None,
-        }
-    }
-}
-
-/// How SSTables index their data blocks (the seam for TridentKV's learned index blocks).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum IndexBlockKind {
-    /// Separator keys with binary search (LevelDB's index block).
-    #[default]
-    Binary,
-}
+use crate::sstable::TableOptions;
+pub use crate::sstable::{CompressionType, IndexBlockKind};
 
 /// Which index maps keys to values (the seam for the SSHKV persistent-hash mode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -272,6 +242,19 @@ impl fmt::Debug for Options {
     }
 }
 
+impl From<&Options> for TableOptions {
+    /// The table options of a database's [`Options`].
+    fn from(opts: &Options) -> Self {
+        TableOptions {
+            block_size: opts.block_size,
+            restart_interval: opts.block_restart_interval,
+            compression: opts.compression,
+            bloom_bits_per_key: opts.bloom_bits_per_key,
+            index_block_kind: opts.index_block_kind,
+        }
+    }
+}
+
 /// Options for one write.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteOptions {
@@ -313,5 +296,15 @@ impl Default for ReadOptions {
             keys_only: false,
             prefetch: true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_table_options_are_those_of_default_database_options() {
+        assert_eq!(TableOptions::from(&Options::default()), TableOptions::default());
     }
 }

@@ -25,12 +25,14 @@ use crate::error::{Error, Result};
 use crate::filenames::{current_file, lock_file, parse_file_name, segment_file, FileKind};
 use crate::fs::FileSystem;
 use crate::index::{self, IndexParts, IndexRecord, LogLink};
-use crate::options::Options;
+use crate::options::{GcPolicyKind, Options};
 use crate::snapshot::SnapshotList;
 use crate::stats::Counters;
 use crate::types::SegmentId;
 use crate::version::{Catalog, VersionSet};
-use crate::vlog::gc::{policy_for, punch_ranges, GarbageCollector, GcSettings};
+use crate::vlog::gc::{
+    punch_ranges, CostBenefitPolicy, GarbageCollector, GcPolicy, GcSettings, GreedyPolicy, OldestPolicy,
+};
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::{ReplayedRecord, ValueLog, VlogOptions};
 
@@ -115,7 +117,7 @@ impl Db {
         index.make_room(false)?;
 
         let gc = GarbageCollector::new(
-            policy_for(options.gc_policy),
+            gc_policy(options.gc_policy),
             GcSettings {
                 garbage_ratio: options.gc_garbage_ratio,
                 space_budget: options.gc_space_budget,
@@ -195,6 +197,15 @@ impl Db {
         // Leave the directory if it holds files that are not ours.
         let _ = fs.remove_dir(dir);
         Ok(())
+    }
+}
+
+/// The value-log GC policy `kind` names.
+fn gc_policy(kind: GcPolicyKind) -> Box<dyn GcPolicy> {
+    match kind {
+        GcPolicyKind::Oldest => Box::new(OldestPolicy),
+        GcPolicyKind::Greedy => Box::new(GreedyPolicy),
+        GcPolicyKind::CostBenefit => Box::new(CostBenefitPolicy),
     }
 }
 

@@ -10,11 +10,11 @@ use std::cmp::Ordering;
 use super::block::BlockBuilder;
 use super::filter::BloomFilterBuilder;
 use super::format::{block_trailer, compress_block, BlockHandle, Footer};
+use super::format::{CompressionType, IndexBlockKind};
 use super::index::{short_successor, shortest_separator, BinaryIndexBuilder};
 use super::TableOptions;
 use crate::error::Result;
 use crate::fs::WritableFile;
-use crate::options::{CompressionType, IndexBlockKind};
 use crate::types::{compare_internal_keys, user_key};
 
 /// Builds an SSTable into a [`WritableFile`].

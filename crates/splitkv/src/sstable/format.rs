@@ -13,7 +13,6 @@ use bytes::Bytes;
 use crate::coding::{get_fixed32, get_fixed64, get_u8, get_varint64, mask_crc, masked_crc, put_varint64};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::options::{CompressionType, IndexBlockKind};
 
 /// Version of the table format written by this code and the only one it reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -57,6 +56,38 @@ impl BlockHandle {
     pub fn end(&self) -> u64 {
         self.offset.saturating_add(self.size).saturating_add(BLOCK_TRAILER_LEN as u64)
     }
+}
+
+/// Block compression for SSTables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CompressionType {
+    /// Blocks are stored as built.
+    #[default]
+    None,
+    /// LZ4 block format (`lz4_flex`).
+    Lz4,
+    /// Zstandard at level 1 (`zstd`).
+    Zstd,
+}
+
+impl CompressionType {
+    /// Parses `none`, `lz4` or `zstd` (db_bench's `--compression_type`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "none" => Some(CompressionType::None),
+            "lz4" => Some(CompressionType::Lz4),
+            "zstd" => Some(CompressionType::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// How SSTables index their data blocks (the seam for TridentKV's learned index blocks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IndexBlockKind {
+    /// Separator keys with binary search (LevelDB's index block).
+    #[default]
+    Binary,
 }
 
 /// Compression byte stored in the block trailer.

@@ -27,11 +27,11 @@ pub use block::{Block, BlockBuilder, BlockError, BlockIter};
 pub use builder::TableBuilder;
 pub use cache::{BlockCache, TableCache};
 pub use filter::{BloomFilter, BloomFilterBuilder};
-pub use format::{BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC};
+pub use format::{
+    BlockHandle, CompressionType, Footer, IndexBlockKind, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC,
+};
 pub use index::{BinaryIndex, IndexBlock};
 pub use table::{Table, TableIterator};
-
-use crate::options::{CompressionType, IndexBlockKind, Options};
 
 /// The options that shape a table's encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,21 +48,16 @@ pub struct TableOptions {
     pub index_block_kind: IndexBlockKind,
 }
 
-impl TableOptions {
-    /// The table options of a database's [`Options`].
-    pub fn from_options(opts: &Options) -> Self {
-        TableOptions {
-            block_size: opts.block_size,
-            restart_interval: opts.block_restart_interval,
-            compression: opts.compression,
-            bloom_bits_per_key: opts.bloom_bits_per_key,
-            index_block_kind: opts.index_block_kind,
-        }
-    }
-}
-
 impl Default for TableOptions {
+    /// LevelDB's table shape: 4 KiB blocks, a restart every 16 keys, no compression, 10 bloom
+    /// bits per key, binary-search index blocks (also `Options`' defaults, checked by a test).
     fn default() -> Self {
-        TableOptions::from_options(&Options::default())
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            compression: CompressionType::None,
+            bloom_bits_per_key: 10,
+            index_block_kind: IndexBlockKind::Binary,
+        }
     }
 }

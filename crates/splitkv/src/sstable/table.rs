@@ -18,13 +18,13 @@ use bytes::Bytes;
 use super::block::{Block, BlockError, BlockIter};
 use super::cache::BlockCache;
 use super::filter::BloomFilter;
+use super::format::IndexBlockKind;
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
 use super::index::{BinaryIndex, IndexBlock};
 use super::TableOptions;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
-use crate::options::IndexBlockKind;
 use crate::types::{compare_internal_keys, parse_internal_key, user_key, FileNumber};
 
 /// An open SSTable.

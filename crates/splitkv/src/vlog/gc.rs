@@ -498,15 +498,6 @@ pub fn punch_ranges(fs: &dyn FileSystem, path: &Path, ranges: &[(u64, u64)]) -> 
     Ok(Some(punched))
 }
 
-/// Builds the policy an [`crate::options::GcPolicyKind`] names.
-pub fn policy_for(kind: crate::options::GcPolicyKind) -> Box<dyn GcPolicy> {
-    match kind {
-        crate::options::GcPolicyKind::Oldest => Box::new(OldestPolicy),
-        crate::options::GcPolicyKind::Greedy => Box::new(GreedyPolicy),
-        crate::options::GcPolicyKind::CostBenefit => Box::new(CostBenefitPolicy),
-    }
-}
-
 /// WiscKey's tail-first order: the oldest non-active segment that holds any garbage.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OldestPolicy;

@@ -106,7 +106,7 @@ impl LsmIndex {
     /// recorded log head, and spawns its background workers.
     pub fn open(parts: IndexParts) -> Result<LsmIndex> {
         let options = parts.options;
-        let table_options = TableOptions::from_options(&options);
+        let table_options = TableOptions::from(&options);
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
         let table_cache = Arc::new(TableCache::new(
             Arc::clone(&options.fs),
