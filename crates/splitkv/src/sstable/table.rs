@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::block::{Block, BlockError, BlockIter};
-use super::cache::BlockCache;
+use super::block_cache::BlockCache;
 use super::filter::BloomFilter;
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
 use super::index::{BinaryIndex, IndexBlock};
@@ -26,6 +26,14 @@ use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::options::IndexBlockKind;
 use crate::types::{compare_internal_keys, parse_internal_key, user_key, FileNumber};
+
+// Readers on many threads share tables, and iterators move between threads.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    fn sendable<T: Send>() {}
+    shareable::<Table>();
+    sendable::<TableIterator>();
+};
 
 /// An open SSTable.
 pub struct Table {
