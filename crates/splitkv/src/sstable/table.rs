@@ -23,7 +23,7 @@ use super::index::{BinaryIndex, IndexBlock};
 use super::TableOptions;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::options::IndexBlockKind;
 use crate::types::{compare_internal_keys, parse_internal_key, user_key, FileNumber};
 
@@ -100,6 +100,17 @@ impl Table {
             Some(BloomFilter::new(data).map_err(|reason| Error::corruption(&path, footer.filter.offset, reason))?)
         };
         Ok(Arc::new(Table { file, path, number, size, footer, index, filter, cache }))
+    }
+
+    /// The path the table was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where an entry found by [`Table::get`] for `lookup_ikey` is stored: this file and the
+    /// offset of the data block `get` reads. For reporting such an entry as corrupt.
+    pub fn entry_origin(&self, lookup_ikey: &[u8]) -> EntryOrigin {
+        EntryOrigin::Table { file: self.path.clone(), block_offset: self.approximate_offset_of(lookup_ikey) }
     }
 
     /// The table's file number.
@@ -437,6 +448,14 @@ impl InternalIterator for TableIterator {
             Some(d) => d.value(),
             None => &[],
         }
+    }
+
+    fn entry_origin(&self) -> EntryOrigin {
+        if !self.valid() {
+            return EntryOrigin::Unpositioned;
+        }
+        let block_offset = self.table.index.block_handle(self.block_index).offset;
+        EntryOrigin::Table { file: self.table.path.clone(), block_offset }
     }
 }
 
