@@ -18,7 +18,7 @@
 //! [`crate::iter::EntryOrigin`] (its table file and data block); after any error the iterator is
 //! invalid until re-seeked. Exclusively owned; `Send` when the inner iterator is.
 
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{parse_internal_key, seek_key, user_key, EscapedBytes, SequenceNumber, ValueKind, MAX_SEQUENCE};
 use crate::{Error, Result};
 
@@ -96,6 +96,35 @@ impl<I: InternalIterator> DbIter<I> {
             Direction::Forward => self.inner.value(),
             Direction::Reverse => &self.saved_value,
         }
+    }
+
+    /// Where the shown entry is stored, for reporting it as corrupt (a value pointer that does
+    /// not decode, say): `it.entry_origin()?.corruption(reason)`.
+    ///
+    /// Walking backward leaves the inner iterator before the shown entry, so this seeks the inner
+    /// iterator to the entry and back (hence `&mut` and `Result`); meant for error paths, where
+    /// that cost does not matter, rather than saving an origin for every entry passed.
+    pub fn entry_origin(&mut self) -> Result<EntryOrigin> {
+        if !self.valid {
+            return Ok(EntryOrigin::Unpositioned);
+        }
+        if self.direction == Direction::Forward {
+            return Ok(self.inner.entry_origin());
+        }
+        let mut origin = EntryOrigin::Unpositioned;
+        self.guarded(|it| {
+            // The shown entry is the newest version of `saved_key` visible at `sequence`.
+            it.inner.seek(&seek_key(&it.saved_key, it.sequence))?;
+            origin = it.inner.entry_origin();
+            // Back to just before every version of `saved_key`, as `seek_to_last` leaves it.
+            it.inner.seek(&seek_key(&it.saved_key, SequenceNumber(MAX_SEQUENCE)))?;
+            if it.inner.valid() {
+                it.inner.prev()
+            } else {
+                it.inner.seek_to_last()
+            }
+        })?;
+        Ok(origin)
     }
 
     /// Gives back the wrapped iterator.
@@ -752,6 +781,53 @@ mod tests {
         it.seek(b"a")?;
         assert_eq!(current(&it), pair("a", "a"));
         assert!(it.prev().unwrap_err().is_corruption());
+        Ok(())
+    }
+
+    #[test]
+    fn entry_origin_names_the_shown_entry_in_both_directions() -> Result<()> {
+        // Several versions per key, one data block every entry or two, behind a merge.
+        let mut entries = Entries::new();
+        for key in ["a", "b", "c", "d"] {
+            for seq in [9, 4, 1] {
+                let value = format!("{key}{seq}").into_bytes();
+                entries.push((internal_key(key.as_bytes(), SequenceNumber(seq), ValueKind::Inline), value));
+            }
+        }
+        let dir = tempfile::tempdir()?;
+        let table = table_of(dir.path(), &entries)?;
+        let children: Vec<Box<dyn InternalIterator>> = vec![Box::new(table.iter(true))];
+        let mut it = DbIter::new(MergingIterator::new(children), SequenceNumber(5), None, None);
+        let origin_of = |key: &str| EntryOrigin::Table {
+            file: table.path().to_path_buf(),
+            block_offset: table.approximate_offset_of(&internal_key(
+                key.as_bytes(),
+                SequenceNumber(4),
+                ValueKind::Inline,
+            )),
+        };
+
+        it.seek(b"b")?;
+        assert_eq!(it.entry_origin()?, origin_of("b"));
+        // Backward, the inner iterator is before the shown entry; asking must not move the walk.
+        it.seek_to_last()?;
+        assert_eq!(current(&it), pair("d", "d4"));
+        assert_eq!(it.entry_origin()?, origin_of("d"));
+        it.prev()?;
+        assert_eq!(it.entry_origin()?, origin_of("c"));
+        assert_eq!(current(&it), pair("c", "c4"));
+        it.prev()?;
+        assert_eq!(current(&it), pair("b", "b4"));
+        assert_eq!(it.entry_origin()?, origin_of("b"));
+        it.next()?;
+        assert_eq!(current(&it), pair("c", "c4"));
+        it.prev()?;
+        it.prev()?;
+        assert_eq!(it.entry_origin()?, origin_of("a"));
+        it.prev()?;
+        assert!(!it.valid());
+        assert_eq!(it.entry_origin()?, EntryOrigin::Unpositioned);
+        assert_ne!(origin_of("a"), origin_of("d"));
         Ok(())
     }
 
