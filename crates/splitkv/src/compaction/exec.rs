@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::compaction::Compaction;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::filenames::table_file;
 use crate::fs::FileSystem;
 use crate::iter::merge::MergingIterator;
@@ -204,7 +204,7 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
         }
         let ikey = input.key();
         let parsed = parse_internal_key(ikey)
-            .ok_or_else(|| Error::corruption(ctx.dir, 0, "compaction input has a malformed internal key"))?;
+            .ok_or_else(|| input.entry_origin().corruption("compaction input has a malformed internal key"))?;
 
         // Cut the output before it overlaps too much of the grandparent level, so that a later
         // compaction of this output does not have to rewrite a huge range below it.
@@ -242,7 +242,7 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
         let pointer = match parsed.kind {
             ValueKind::Pointer => Some(
                 ValuePointer::decode(input.value())
-                    .ok_or_else(|| Error::corruption(ctx.dir, 0, "compaction input has a malformed value pointer"))?,
+                    .ok_or_else(|| input.entry_origin().corruption("compaction input has a malformed value pointer"))?,
             ),
             _ => None,
         };

@@ -15,6 +15,7 @@ use super::read_ahead::{
 };
 use super::DbInner;
 use crate::error::{Error, Result};
+use crate::iter::EntryOrigin;
 use crate::options::ReadOptions;
 use crate::snapshot::Snapshot;
 use crate::stats::Counters;
@@ -135,7 +136,7 @@ impl DbIterator {
             Some(w) => match &w.entries[w.pos].value {
                 BufferedValue::Inline(range) => return Ok(w.inline_values.slice(range.clone())),
                 BufferedValue::Separated(request) => Some(w.requests[*request].pointer),
-                BufferedValue::Malformed => None,
+                BufferedValue::Malformed(origin) => return Err(self.malformed_pointer(origin.clone())),
             },
             None => {
                 let cursor = self.home_cursor();
@@ -145,7 +146,13 @@ impl DbIterator {
                 ValuePointer::decode(cursor.raw_value())
             }
         };
-        let pointer = pointer.ok_or_else(|| self.malformed_pointer())?;
+        let pointer = match pointer {
+            Some(pointer) => pointer,
+            None => {
+                let origin = self.home_cursor_mut().entry_origin()?;
+                return Err(self.malformed_pointer(origin));
+            }
+        };
         self.db.read_pointer(&pointer, self.key())
     }
 
@@ -157,8 +164,8 @@ impl DbIterator {
         self.cursor.as_mut().expect("the cursor is home whenever no read-ahead window is active")
     }
 
-    fn malformed_pointer(&self) -> Error {
-        Error::corruption(&self.db.dir, 0, format!("malformed value pointer for key {}", EscapedBytes(self.key())))
+    fn malformed_pointer(&self, origin: EntryOrigin) -> Error {
+        origin.corruption(format!("malformed value pointer for key {}", EscapedBytes(self.key())))
     }
 
     /// Ends read-ahead: takes the cursor back from a walk in progress and drops the windows.
@@ -310,7 +317,10 @@ impl DbIterator {
                 return Ok(());
             }
             BufferedValue::Separated(request) => *request,
-            BufferedValue::Malformed => return Err(self.malformed_pointer()),
+            BufferedValue::Malformed(origin) => {
+                let origin = origin.clone();
+                return Err(self.malformed_pointer(origin));
+            }
         };
         let prefetched = window.request_slots[request].and_then(|(task, slot)| {
             let results = window.read_results[task].get_or_insert_with(|| window.reads[task].wait());
@@ -335,12 +345,14 @@ impl DbIterator {
             self.value = Bytes::new();
             return Ok(());
         }
-        self.value = match cursor.value_kind() {
-            ValueKind::Pointer => {
-                let ptr = ValuePointer::decode(cursor.raw_value()).ok_or_else(|| self.malformed_pointer())?;
-                self.db.read_pointer(&ptr, cursor.key())?
+        let decoded = (cursor.value_kind() == ValueKind::Pointer).then(|| ValuePointer::decode(cursor.raw_value()));
+        self.value = match decoded {
+            Some(Some(ptr)) => self.db.read_pointer(&ptr, cursor.key())?,
+            Some(None) => {
+                let origin = self.home_cursor_mut().entry_origin()?;
+                return Err(self.malformed_pointer(origin));
             }
-            _ => Bytes::copy_from_slice(cursor.raw_value()),
+            None => Bytes::copy_from_slice(cursor.raw_value()),
         };
         Ok(())
     }

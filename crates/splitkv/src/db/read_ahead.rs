@@ -17,7 +17,7 @@ use bytes::Bytes;
 
 use crate::error::Error;
 use crate::iter::db_iter::DbIter;
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{SegmentId, ValueKind, ValuePointer};
 use crate::vlog::prefetch::{chunk, plan_reads, PrefetchPool, Task, ValueRequest};
 use crate::vlog::ValueLog;
@@ -59,8 +59,9 @@ pub(super) enum BufferedValue {
     Inline(Range<usize>),
     /// A value in the log: index into the window's read requests.
     Separated(usize),
-    /// A pointer that does not decode; reported when the cursor lands on it.
-    Malformed,
+    /// A pointer that does not decode, and where it was read; reported when the cursor lands
+    /// on it.
+    Malformed(EntryOrigin),
 }
 
 /// One entry of a window: its key (a range of the window's key arena) and where its value is.
@@ -235,19 +236,18 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
         let key_start = keys.len();
         keys.extend_from_slice(cursor.key());
         let key = key_start..keys.len();
-        let raw = cursor.raw_value();
-        let value = match cursor.value_kind() {
-            ValueKind::Pointer => match ValuePointer::decode(raw) {
-                Some(pointer) => {
-                    value_bytes += u64::from(pointer.len);
-                    requests.push(ValueRequest { pointer, key: key.clone() });
-                    BufferedValue::Separated(requests.len() - 1)
-                }
-                None => BufferedValue::Malformed,
-            },
-            _ => {
+        let decoded = (cursor.value_kind() == ValueKind::Pointer).then(|| ValuePointer::decode(cursor.raw_value()));
+        let value = match decoded {
+            Some(Some(pointer)) => {
+                value_bytes += u64::from(pointer.len);
+                requests.push(ValueRequest { pointer, key: key.clone() });
+                BufferedValue::Separated(requests.len() - 1)
+            }
+            // Where the entry came from is asked only here, on the error path.
+            Some(None) => BufferedValue::Malformed(cursor.entry_origin().unwrap_or(EntryOrigin::Unpositioned)),
+            None => {
                 let start = inline_values.len();
-                inline_values.extend_from_slice(raw);
+                inline_values.extend_from_slice(cursor.raw_value());
                 BufferedValue::Inline(start..inline_values.len())
             }
         };

@@ -14,10 +14,11 @@
 //!   `saved_key` / `saved_value`, because finding the newest version walking backward means
 //!   reading past it.
 //!
-//! An internal key that does not parse is reported as [`Error::Corruption`]; after any error the
-//! iterator is invalid until re-seeked. Exclusively owned; `Send` when the inner iterator is.
+//! An internal key that does not parse is reported as [`Error::Corruption`] at the entry's
+//! [`crate::iter::EntryOrigin`] (its table file and data block); after any error the iterator is
+//! invalid until re-seeked. Exclusively owned; `Send` when the inner iterator is.
 
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{parse_internal_key, seek_key, user_key, EscapedBytes, SequenceNumber, ValueKind, MAX_SEQUENCE};
 use crate::{Error, Result};
 
@@ -46,8 +47,9 @@ pub struct DbIter<I: InternalIterator> {
     current_kind: ValueKind,
 }
 
-fn unparsable(ikey: &[u8]) -> Error {
-    Error::corruption("<iterator>", 0, format!("unparsable internal key {}", EscapedBytes(ikey)))
+/// The error for the entry `inner` is on, whose internal key does not parse.
+fn unparsable(inner: &impl InternalIterator) -> Error {
+    inner.entry_origin().corruption(format!("unparsable internal key {}", EscapedBytes(inner.key())))
 }
 
 impl<I: InternalIterator> DbIter<I> {
@@ -94,6 +96,35 @@ impl<I: InternalIterator> DbIter<I> {
             Direction::Forward => self.inner.value(),
             Direction::Reverse => &self.saved_value,
         }
+    }
+
+    /// Where the shown entry is stored, for reporting it as corrupt (a value pointer that does
+    /// not decode, say): `it.entry_origin()?.corruption(reason)`.
+    ///
+    /// Walking backward leaves the inner iterator before the shown entry, so this seeks the inner
+    /// iterator to the entry and back (hence `&mut` and `Result`); meant for error paths, where
+    /// that cost does not matter, rather than saving an origin for every entry passed.
+    pub fn entry_origin(&mut self) -> Result<EntryOrigin> {
+        if !self.valid {
+            return Ok(EntryOrigin::Unpositioned);
+        }
+        if self.direction == Direction::Forward {
+            return Ok(self.inner.entry_origin());
+        }
+        let mut origin = EntryOrigin::Unpositioned;
+        self.guarded(|it| {
+            // The shown entry is the newest version of `saved_key` visible at `sequence`.
+            it.inner.seek(&seek_key(&it.saved_key, it.sequence))?;
+            origin = it.inner.entry_origin();
+            // Back to just before every version of `saved_key`, as `seek_to_last` leaves it.
+            it.inner.seek(&seek_key(&it.saved_key, SequenceNumber(MAX_SEQUENCE)))?;
+            if it.inner.valid() {
+                it.inner.prev()
+            } else {
+                it.inner.seek_to_last()
+            }
+        })?;
+        Ok(origin)
     }
 
     /// Gives back the wrapped iterator.
@@ -220,7 +251,7 @@ impl<I: InternalIterator> DbIter<I> {
     /// With `skipping`, versions of user keys `<= saved_key` are hidden (already shown or deleted).
     fn find_next_user_entry(&mut self, mut skipping: bool) -> Result<()> {
         while self.inner.valid() {
-            let parsed = parse_internal_key(self.inner.key()).ok_or_else(|| unparsable(self.inner.key()))?;
+            let parsed = parse_internal_key(self.inner.key()).ok_or_else(|| unparsable(&self.inner))?;
             if self.upper_bound.as_deref().is_some_and(|upper| parsed.user_key >= upper) {
                 break;
             }
@@ -255,7 +286,7 @@ impl<I: InternalIterator> DbIter<I> {
         // `Deletion` doubles as "nothing found yet".
         let mut found_kind = ValueKind::Deletion;
         while self.inner.valid() {
-            let parsed = parse_internal_key(self.inner.key()).ok_or_else(|| unparsable(self.inner.key()))?;
+            let parsed = parse_internal_key(self.inner.key()).ok_or_else(|| unparsable(&self.inner))?;
             if self.lower_bound.as_deref().is_some_and(|lower| parsed.user_key < lower) {
                 break;
             }
@@ -299,10 +330,13 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+    use crate::fs::{FileSystem, OsFileSystem};
     use crate::iter::level::{LevelFile, LevelFileOpener, LevelIterator};
     use crate::iter::merge::MergingIterator;
     use crate::iter::vec::VecIterator;
-    use crate::types::internal_key;
+    use crate::iter::KeepAlive;
+    use crate::sstable::{Table, TableBuilder, TableOptions};
+    use crate::types::{internal_key, FileNumber};
 
     /// One write as the model sees it.
     #[derive(Clone, Debug)]
@@ -671,37 +705,129 @@ mod tests {
         Ok(())
     }
 
+    /// Writes `entries` (in order) to a table in `dir` with tiny data blocks, so that later
+    /// entries sit in blocks at non-zero offsets.
+    fn table_of(dir: &std::path::Path, entries: &Entries) -> Result<Arc<Table>> {
+        let path = dir.join("000007.sst");
+        let opts = TableOptions { block_size: 32, ..TableOptions::default() };
+        let mut builder = TableBuilder::new(OsFileSystem.create(&path)?, opts);
+        for (key, value) in entries {
+            builder.add(key, value)?;
+        }
+        let size = builder.finish()?;
+        Table::open(OsFileSystem.open(&path)?, path, FileNumber(7), size, &opts, None)
+    }
+
     #[test]
-    fn unparsable_internal_key_is_corruption_in_both_directions() -> Result<()> {
-        let good = (internal_key(b"a", SequenceNumber(1), ValueKind::Inline), b"a".to_vec());
-        let mut bad_kind = internal_key(b"b", SequenceNumber(1), ValueKind::Inline);
+    fn unparsable_internal_key_is_corruption_at_its_table_block_in_both_directions() -> Result<()> {
+        // A bad kind byte passes the block checksum (the table was written that way); only the
+        // reader that parses the key notices, several iterators above the table.
+        let put =
+            |key: &str| (internal_key(key.as_bytes(), SequenceNumber(1), ValueKind::Inline), key.as_bytes().to_vec());
+        let mut bad_kind = internal_key(b"m", SequenceNumber(1), ValueKind::Inline);
         let kind_byte = bad_kind.len() - 8;
         bad_kind[kind_byte] = 0x7f;
+        let mut entries: Entries = ["a", "c", "e", "g", "i", "k"].map(put).to_vec();
+        entries.push((bad_kind.clone(), b"x".to_vec()));
+        entries.push(put("z"));
+        let dir = tempfile::tempdir()?;
+        let table = table_of(dir.path(), &entries)?;
+        let block_offset = table.approximate_offset_of(&bad_kind);
+        assert!(block_offset > 0, "the bad key should not be in the first block");
 
-        // A bad kind byte after a good key: reached by next() and by seek_to_last().
-        let mut it =
-            DbIter::new(VecIterator::new(vec![good.clone(), (bad_kind, b"x".to_vec())]), SequenceNumber(5), None, None);
-        it.seek_to_first()?;
-        assert_eq!(current(&it), pair("a", "a"));
-        assert!(it.next().unwrap_err().is_corruption());
+        // The table behind every kind of wrapper: a level (opening it in a KeepAlive, as the
+        // index does), merged with an in-memory child.
+        let file = LevelFile { id: 7, size: table.file_size(), smallest: entries[0].0.clone(), largest: put("z").0 };
+        let opened = Arc::clone(&table);
+        let open: LevelFileOpener = Arc::new(move |_: &LevelFile| {
+            Ok(Box::new(KeepAlive { inner: opened.iter(true), keep: () }) as Box<dyn InternalIterator>)
+        });
+        let children: Vec<Box<dyn InternalIterator>> =
+            vec![Box::new(VecIterator::new(vec![put("b")])), Box::new(LevelIterator::new(vec![file], open))];
+        let mut it = DbIter::new(MergingIterator::new(children), SequenceNumber(5), None, None);
+        let at_bad_block = |err: Error| match err {
+            Error::Corruption { file, offset, .. } => file == table.path() && offset == block_offset,
+            _ => false,
+        };
+
+        // Reached by next() and by seek(), walking forward...
+        it.seek(b"k")?;
+        assert_eq!(current(&it), pair("k", "k"));
+        let err = it.next().unwrap_err();
+        assert!(err.to_string().contains("000007.sst"), "{err}");
+        assert!(at_bad_block(err));
         assert!(!it.valid());
-        assert!(it.seek_to_last().unwrap_err().is_corruption());
+        assert!(at_bad_block(it.seek(b"l").unwrap_err()));
+        // ...and by seek_to_last() and prev(), walking backward.
+        assert!(at_bad_block(it.seek_to_last().unwrap_err()));
         assert!(!it.valid());
+        it.seek(b"z")?;
+        assert_eq!(current(&it), pair("z", "z"));
+        assert!(at_bad_block(it.prev().unwrap_err()));
+        it.seek(b"b")?;
+        assert_eq!(current(&it), pair("b", "b"));
 
         // A key shorter than a trailer sorts first: reached by seek_to_first() and by prev().
+        let good = put("a");
         let mut it = DbIter::new(
             VecIterator::new(vec![good, (b"short".to_vec(), b"x".to_vec())]),
             SequenceNumber(5),
             None,
             None,
         );
-        let err = it.seek_to_first().unwrap_err();
-        assert!(matches!(&err, Error::Corruption { file, offset: 0, .. } if file.as_os_str() == "<iterator>"), "{err}");
+        assert!(it.seek_to_first().unwrap_err().is_corruption());
         assert!(it.seek_to_last().unwrap_err().is_corruption());
         assert!(!it.valid());
         it.seek(b"a")?;
         assert_eq!(current(&it), pair("a", "a"));
         assert!(it.prev().unwrap_err().is_corruption());
+        Ok(())
+    }
+
+    #[test]
+    fn entry_origin_names_the_shown_entry_in_both_directions() -> Result<()> {
+        // Several versions per key, one data block every entry or two, behind a merge.
+        let mut entries = Entries::new();
+        for key in ["a", "b", "c", "d"] {
+            for seq in [9, 4, 1] {
+                let value = format!("{key}{seq}").into_bytes();
+                entries.push((internal_key(key.as_bytes(), SequenceNumber(seq), ValueKind::Inline), value));
+            }
+        }
+        let dir = tempfile::tempdir()?;
+        let table = table_of(dir.path(), &entries)?;
+        let children: Vec<Box<dyn InternalIterator>> = vec![Box::new(table.iter(true))];
+        let mut it = DbIter::new(MergingIterator::new(children), SequenceNumber(5), None, None);
+        let origin_of = |key: &str| EntryOrigin::Table {
+            file: table.path().to_path_buf(),
+            block_offset: table.approximate_offset_of(&internal_key(
+                key.as_bytes(),
+                SequenceNumber(4),
+                ValueKind::Inline,
+            )),
+        };
+
+        it.seek(b"b")?;
+        assert_eq!(it.entry_origin()?, origin_of("b"));
+        // Backward, the inner iterator is before the shown entry; asking must not move the walk.
+        it.seek_to_last()?;
+        assert_eq!(current(&it), pair("d", "d4"));
+        assert_eq!(it.entry_origin()?, origin_of("d"));
+        it.prev()?;
+        assert_eq!(it.entry_origin()?, origin_of("c"));
+        assert_eq!(current(&it), pair("c", "c4"));
+        it.prev()?;
+        assert_eq!(current(&it), pair("b", "b4"));
+        assert_eq!(it.entry_origin()?, origin_of("b"));
+        it.next()?;
+        assert_eq!(current(&it), pair("c", "c4"));
+        it.prev()?;
+        it.prev()?;
+        assert_eq!(it.entry_origin()?, origin_of("a"));
+        it.prev()?;
+        assert!(!it.valid());
+        assert_eq!(it.entry_origin()?, EntryOrigin::Unpositioned);
+        assert_ne!(origin_of("a"), origin_of("d"));
         Ok(())
     }
 

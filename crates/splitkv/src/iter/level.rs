@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{compare_internal_keys, InternalKey};
 use crate::Result;
 
@@ -183,6 +183,10 @@ impl InternalIterator for LevelIterator {
 
     fn value(&self) -> &[u8] {
         self.current.as_ref().map_or(&[], |file| file.value())
+    }
+
+    fn entry_origin(&self) -> EntryOrigin {
+        self.current.as_ref().map_or(EntryOrigin::Unpositioned, |file| file.entry_origin())
     }
 }
 

@@ -16,7 +16,7 @@
 
 use std::cmp::Ordering;
 
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::compare_internal_keys;
 use crate::Result;
 
@@ -206,6 +206,10 @@ impl InternalIterator for MergingIterator {
     fn value(&self) -> &[u8] {
         self.current.map_or(&[], |current| self.children[current].value())
     }
+
+    fn entry_origin(&self) -> EntryOrigin {
+        self.current.map_or(EntryOrigin::Unpositioned, |current| self.children[current].entry_origin())
+    }
 }
 
 #[cfg(test)]
@@ -392,6 +396,9 @@ mod tests {
         }
         fn value(&self) -> &[u8] {
             &[]
+        }
+        fn entry_origin(&self) -> EntryOrigin {
+            EntryOrigin::Unpositioned
         }
     }
 

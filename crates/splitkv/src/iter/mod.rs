@@ -3,12 +3,17 @@
 //! Every source of entries (memtable, SSTable block, whole SSTable, level, merged view)
 //! implements [`InternalIterator`], a bidirectional cursor over `(internal key, value)` pairs in
 //! [`crate::types::compare_internal_keys`] order. Movement returns `Result` so that I/O and
-//! corruption errors surface where they happen instead of being stored and forgotten.
+//! corruption errors surface where they happen instead of being stored and forgotten; and every
+//! iterator can say where its current entry is stored ([`EntryOrigin`]), so that code above it
+//! that finds an entry malformed can report the file and offset.
 
 pub mod db_iter;
 pub mod level;
 pub mod merge;
+pub mod origin;
 pub mod vec;
+
+pub use origin::EntryOrigin;
 
 /// A bidirectional cursor over internal-key-ordered entries.
 ///
@@ -31,6 +36,10 @@ pub trait InternalIterator: Send {
     fn key(&self) -> &[u8];
     /// The current value (inline value, encoded pointer, or empty for a deletion).
     fn value(&self) -> &[u8];
+    /// Where the current entry is stored, for reporting it as corrupt:
+    /// `it.entry_origin().corruption(reason)`. Iterators over other iterators answer for their
+    /// current child; [`EntryOrigin::Unpositioned`] while not `valid()`.
+    fn entry_origin(&self) -> EntryOrigin;
 }
 
 impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
@@ -57,6 +66,9 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn value(&self) -> &[u8] {
         (**self).value()
+    }
+    fn entry_origin(&self) -> EntryOrigin {
+        (**self).entry_origin()
     }
 }
 
@@ -93,6 +105,9 @@ impl<I: InternalIterator, T: Send> InternalIterator for KeepAlive<I, T> {
     }
     fn value(&self) -> &[u8] {
         self.inner.value()
+    }
+    fn entry_origin(&self) -> EntryOrigin {
+        self.inner.entry_origin()
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::compare_internal_keys;
 use crate::Result;
 
@@ -79,6 +79,14 @@ impl InternalIterator for VecIterator {
 
     fn value(&self) -> &[u8] {
         self.entries.get(self.position).map_or(&[], |(_, value)| value)
+    }
+
+    fn entry_origin(&self) -> EntryOrigin {
+        if self.valid() {
+            EntryOrigin::Memory
+        } else {
+            EntryOrigin::Unpositioned
+        }
     }
 }
 

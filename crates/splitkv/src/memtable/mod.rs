@@ -16,7 +16,7 @@ use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{
     compare_internal_keys, pack_trailer, parse_internal_key, LogPosition, SegmentId, SequenceNumber, ValueKind,
     TRAILER_LEN,
@@ -224,11 +224,20 @@ impl InternalIterator for MemtableIterator {
     fn value(&self) -> &[u8] {
         self.current.as_ref().map(|e| e.value().as_ref()).unwrap_or_default()
     }
+
+    fn entry_origin(&self) -> EntryOrigin {
+        if self.valid() {
+            EntryOrigin::Memtable
+        } else {
+            EntryOrigin::Unpositioned
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::iter::origin::MEMTABLE;
     use crate::types::{seek_key, user_key};
 
     fn table() -> Arc<Memtable> {
@@ -276,5 +285,17 @@ mod tests {
         assert_eq!(forward, backward);
         it.seek(&seek_key(b"b", SequenceNumber(3))).unwrap();
         assert_eq!(it.value(), b"ptr");
+    }
+
+    #[test]
+    fn entries_report_the_memtable_as_their_origin() {
+        let m = table();
+        let mut it = m.iter();
+        assert_eq!(it.entry_origin(), EntryOrigin::Unpositioned);
+        it.seek_to_first().unwrap();
+        match it.entry_origin().corruption("bad entry") {
+            crate::Error::Corruption { file, offset, .. } => assert_eq!((file.to_str(), offset), (Some(MEMTABLE), 0)),
+            other => panic!("{other:?}"),
+        }
     }
 }

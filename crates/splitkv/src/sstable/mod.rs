@@ -7,31 +7,36 @@
 //! - `block`: prefix-compressed blocks with restart points; `filter`: the bloom filter;
 //!   `index`: the [`IndexBlock`] seam and its binary-search implementation; `format`: block
 //!   trailers, compression and the footer.
-//! - [`BlockCache`] and [`TableCache`] sit in front of the files.
+//! - [`BlockCache`] (`block_cache`) holds decoded data blocks for every [`Table`];
+//!   [`TableCache`] (`table_cache`) keeps [`Table`]s open. They are separate modules because
+//!   they sit at different heights: `block → block_cache → table → table_cache`, imports
+//!   pointing one way only.
 //!
 //! Invariants: tables are written once and never modified; every byte read back is verified
 //! (block checksums, footer checksum, structural checks), and anything that fails is reported as
 //! [`crate::Error::Corruption`] with the file and offset, never as a panic.
 
 mod block;
+mod block_cache;
 mod builder;
-mod cache;
 mod filter;
 mod format;
 mod index;
 mod table;
+mod table_cache;
 #[cfg(test)]
 mod tests;
 
 pub use block::{Block, BlockBuilder, BlockError, BlockIter};
+pub use block_cache::BlockCache;
 pub use builder::TableBuilder;
-pub use cache::{BlockCache, TableCache};
 pub use filter::{BloomFilter, BloomFilterBuilder};
 pub use format::{
     BlockHandle, CompressionType, Footer, IndexBlockKind, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC,
 };
 pub use index::{BinaryIndex, IndexBlock};
 pub use table::{Table, TableIterator};
+pub use table_cache::TableCache;
 
 /// The options that shape a table's encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

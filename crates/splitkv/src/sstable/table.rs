@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::block::{Block, BlockError, BlockIter};
-use super::cache::BlockCache;
+use super::block_cache::BlockCache;
 use super::filter::BloomFilter;
 use super::format::IndexBlockKind;
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
@@ -24,8 +24,16 @@ use super::index::{BinaryIndex, IndexBlock};
 use super::TableOptions;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{compare_internal_keys, parse_internal_key, user_key, FileNumber};
+
+// Readers on many threads share tables, and iterators move between threads.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    fn sendable<T: Send>() {}
+    shareable::<Table>();
+    sendable::<TableIterator>();
+};
 
 /// An open SSTable.
 pub struct Table {
@@ -92,6 +100,17 @@ impl Table {
             Some(BloomFilter::new(data).map_err(|reason| Error::corruption(&path, footer.filter.offset, reason))?)
         };
         Ok(Arc::new(Table { file, path, number, size, footer, index, filter, cache }))
+    }
+
+    /// The path the table was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where an entry found by [`Table::get`] for `lookup_ikey` is stored: this file and the
+    /// offset of the data block `get` reads. For reporting such an entry as corrupt.
+    pub fn entry_origin(&self, lookup_ikey: &[u8]) -> EntryOrigin {
+        EntryOrigin::Table { file: self.path.clone(), block_offset: self.approximate_offset_of(lookup_ikey) }
     }
 
     /// The table's file number.
@@ -429,6 +448,14 @@ impl InternalIterator for TableIterator {
             Some(d) => d.value(),
             None => &[],
         }
+    }
+
+    fn entry_origin(&self) -> EntryOrigin {
+        if !self.valid() {
+            return EntryOrigin::Unpositioned;
+        }
+        let block_offset = self.table.index.block_handle(self.block_index).offset;
+        EntryOrigin::Table { file: self.table.path.clone(), block_offset }
     }
 }
 

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use super::*;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, OsFileSystem, RandomAccessFile};
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{internal_key, parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind, MAX_SEQUENCE};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
@@ -318,6 +318,46 @@ fn approximate_offsets_increase_through_the_file() -> Result<()> {
     assert_eq!(first, 0);
     assert!(middle > size / 4 && middle < size * 3 / 4, "middle {middle} of {size}");
     assert!(past > middle && past < size);
+    Ok(())
+}
+
+#[test]
+fn entry_origin_names_the_file_and_the_data_block_of_each_entry() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let entries = even_keys(500);
+    let (path, size) = build(dir.path(), "o.sst", &entries, opts(256, CompressionType::Lz4))?;
+    let table = open(&path, 1, size, None)?;
+    let mut it = table.iter(false);
+    let mut blocks = Vec::new();
+    it.seek_to_first()?;
+    for (i, (key, _)) in entries.iter().enumerate() {
+        let EntryOrigin::Table { file, block_offset } = it.entry_origin() else {
+            panic!("entry {i}: {:?}", it.entry_origin());
+        };
+        assert_eq!((&file, block_offset), (&path, table.approximate_offset_of(key)), "entry {i}");
+        // A point lookup reads the same block.
+        let lookup = seek_key(&user(i * 2), SequenceNumber(MAX_SEQUENCE));
+        assert_eq!(table.entry_origin(&lookup), it.entry_origin(), "entry {i}");
+        if blocks.last() != Some(&block_offset) {
+            blocks.push(block_offset);
+        }
+        it.next()?;
+    }
+    assert!(!it.valid());
+    assert_eq!(it.entry_origin(), EntryOrigin::Unpositioned);
+    assert_eq!(blocks.len(), table.num_data_blocks());
+
+    it.seek(&entries[300].0)?;
+    match it.entry_origin().corruption("bad entry") {
+        Error::Corruption { file, offset, reason } => {
+            assert_eq!(
+                (file, offset, reason.as_str()),
+                (path, table.approximate_offset_of(&entries[300].0), "bad entry")
+            );
+            assert!(offset > 0);
+        }
+        other => panic!("{other:?}"),
+    }
     Ok(())
 }
 

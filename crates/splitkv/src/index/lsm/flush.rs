@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use super::Shared;
 use crate::compaction::exec::TableSink;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::filenames::{parse_file_name, FileKind};
-use crate::iter::InternalIterator;
+use crate::iter::{EntryOrigin, InternalIterator};
 use crate::memtable::Memtable;
 use crate::stats::Counters;
 use crate::types::{parse_internal_key, FileNumber, LogPosition, SequenceNumber, ValueKind, ValuePointer};
@@ -62,7 +62,7 @@ impl Shared {
                 let pointer = match parse_internal_key(it.key()).map(|k| k.kind) {
                     Some(ValueKind::Pointer) => Some(
                         ValuePointer::decode(it.value())
-                            .ok_or_else(|| Error::corruption("memtable", 0, "malformed value pointer"))?,
+                            .ok_or_else(|| EntryOrigin::Memtable.corruption("malformed value pointer"))?,
                     ),
                     _ => None,
                 };

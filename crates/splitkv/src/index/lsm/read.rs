@@ -5,32 +5,31 @@
 //! and then read without locks; everything they reach stays alive through the `Arc`s, and files
 //! of a version someone still holds are never deleted.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::{Shared, SuperVersion};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::filenames::table_file;
 use crate::index::IndexValue;
 use crate::iter::level::{LevelFile, LevelIterator};
 use crate::iter::merge::MergingIterator;
-use crate::iter::{InternalIterator, KeepAlive};
+use crate::iter::{EntryOrigin, InternalIterator, KeepAlive};
 use crate::memtable::Lookup;
 use crate::stats::Counters;
 use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::Version;
 
 /// Turns a stored (kind, bytes) pair into what the index returns; a pointer that does not
-/// decode is corruption of `file`.
-fn decode_stored(kind: ValueKind, value: Bytes, file: &Path) -> Result<Option<IndexValue>> {
+/// decode is corruption of where it was read.
+fn decode_stored(kind: ValueKind, value: Bytes, origin: impl FnOnce() -> EntryOrigin) -> Result<Option<IndexValue>> {
     match kind {
         ValueKind::Deletion => Ok(None),
         ValueKind::Inline => Ok(Some(IndexValue::Inline(value))),
         ValueKind::Pointer => match ValuePointer::decode(&value) {
             Some(ptr) => Ok(Some(IndexValue::Pointer(ptr))),
-            None => Err(Error::corruption(file, 0, "malformed value pointer")),
+            None => Err(origin().corruption("malformed value pointer")),
         },
     }
 }
@@ -41,7 +40,7 @@ impl Shared {
         let sv = self.super_version();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
             match mem.get(user_key, seq) {
-                Lookup::Found(kind, value) => return decode_stored(kind, value, Path::new("memtable")),
+                Lookup::Found(kind, value) => return decode_stored(kind, value, || EntryOrigin::Memtable),
                 Lookup::Deleted => return Ok(None),
                 Lookup::Absent => {}
             }
@@ -67,7 +66,7 @@ impl Shared {
                 .and_then(|table| table.get(&lookup, fill_cache));
             match hit {
                 Ok(Some((ikey, value))) => {
-                    found = Some((file.number, ikey, value));
+                    found = Some((Arc::clone(file), ikey, value));
                     false
                 }
                 Ok(None) => true,
@@ -80,11 +79,16 @@ impl Shared {
         if let Some(e) = error {
             return Err(e);
         }
-        let Some((number, ikey, value)) = found else { return Ok(None) };
-        let path = table_file(&self.dir, number);
-        let parsed =
-            parse_internal_key(&ikey).ok_or_else(|| Error::corruption(&path, 0, "malformed internal key in table"))?;
-        decode_stored(parsed.kind, value, &path)
+        let Some((file, ikey, value)) = found else { return Ok(None) };
+        // Where the entry was read is asked only on the error paths.
+        let origin = || match self.table_cache.get_table(file.number, file.file_size) {
+            Ok(table) => table.entry_origin(&lookup),
+            Err(_) => EntryOrigin::Table { file: table_file(&self.dir, file.number), block_offset: 0 },
+        };
+        let Some(parsed) = parse_internal_key(&ikey) else {
+            return Err(origin().corruption("malformed internal key in table"));
+        };
+        decode_stored(parsed.kind, value, origin)
     }
 
     /// A merged cursor over every entry of the current super version, which it keeps alive.

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::Shared;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::LiveCount;
 use crate::iter::InternalIterator;
 use crate::types::{parse_internal_key, SegmentId, SequenceNumber, ValueKind, ValuePointer};
@@ -31,8 +31,9 @@ impl Shared {
         let mut key: Option<Vec<u8>> = None;
         let mut newer: Option<SequenceNumber> = None;
         while it.valid() {
-            let parsed = parse_internal_key(it.key())
-                .ok_or_else(|| Error::corruption(&self.dir, 0, "malformed internal key in the index"))?;
+            let Some(parsed) = parse_internal_key(it.key()) else {
+                return Err(it.entry_origin().corruption("malformed internal key in the index"));
+            };
             if key.as_deref() != Some(parsed.user_key) {
                 key = Some(parsed.user_key.to_vec());
                 newer = None;
@@ -40,7 +41,7 @@ impl Shared {
             let shadowed = newer.is_some_and(|n| n <= horizon);
             if !shadowed && parsed.kind == ValueKind::Pointer {
                 let ptr = ValuePointer::decode(it.value())
-                    .ok_or_else(|| Error::corruption(&self.dir, 0, "malformed value pointer in the index"))?;
+                    .ok_or_else(|| it.entry_origin().corruption("malformed value pointer in the index"))?;
                 if surveyed.contains(&ptr.segment) {
                     *live.entry(ptr.segment).or_default() += u64::from(ptr.len);
                 }

@@ -1,0 +1,86 @@
+//! The table cache: open [`Table`]s of one database directory, keyed by file number.
+//!
+//! Opening a table costs a file open plus reading and verifying its footer, index and filter, so
+//! readers keep recently used tables open here, bounded by count (`max_open_files`); concurrent
+//! misses for one table open it once. It is a separate module from the block cache because it
+//! sits one level higher: it opens tables, while tables themselves read through the block cache.
+//!
+//! Thread-safety: `Send + Sync`, shared through `Arc`; sharded (`quick_cache`) so concurrent
+//! readers rarely contend.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
+
+use super::block_cache::BlockCache;
+use super::table::Table;
+use super::TableOptions;
+use crate::error::Result;
+use crate::filenames::table_file;
+use crate::fs::{AccessPattern, FileSystem};
+use crate::types::FileNumber;
+
+// Readers on many threads share the table cache.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<TableCache>();
+};
+
+/// Open tables of one database directory, bounded by count (`max_open_files`).
+pub struct TableCache {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    block_cache: Option<Arc<BlockCache>>,
+    opts: TableOptions,
+    tables: Cache<FileNumber, Arc<Table>>,
+}
+
+impl std::fmt::Debug for TableCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableCache").field("dir", &self.dir).field("open", &self.tables.len()).finish_non_exhaustive()
+    }
+}
+
+impl TableCache {
+    /// A cache of up to `capacity` open tables of `dir`, sharing `block_cache`.
+    pub fn new(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        capacity: usize,
+        block_cache: Option<Arc<BlockCache>>,
+        opts: TableOptions,
+    ) -> Self {
+        TableCache { fs, dir, block_cache, opts, tables: Cache::new(capacity.max(1)) }
+    }
+
+    /// The open table `number` of `size` bytes, opening it on a miss.
+    pub fn get_table(&self, number: FileNumber, size: u64) -> Result<Arc<Table>> {
+        self.tables.get_or_insert_with(&number, || {
+            let path = table_file(&self.dir, number);
+            let file = self.fs.open(&path)?;
+            file.advise(AccessPattern::Random);
+            Table::open(file, path, number, size, &self.opts, self.block_cache.clone())
+        })
+    }
+
+    /// Forgets table `number` (after it was deleted); iterators holding it keep it alive.
+    pub fn evict(&self, number: FileNumber) {
+        self.tables.remove(&number);
+    }
+
+    /// The block cache shared by the tables.
+    pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
+        self.block_cache.as_ref()
+    }
+
+    /// Number of open tables.
+    pub fn len(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// True if no table is open.
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+}
