@@ -18,9 +18,9 @@
 //!   the level's excess and measured drain rate, and releasing once a fraction of the excess is
 //!   gone.
 //!
-//! Policies are `Send` but not shared: the scheduler calls them under its state lock.
-
-use crate::options::Options;
+//! Policies are `Send` but not shared: the scheduler calls them under its state lock. They take
+//! the few numbers they need (triggers, level targets), never the whole `Options`: options name
+//! the compaction listener, so depending on them here would close a module cycle.
 
 /// Sizes and thresholds of every level, as seen when picking.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -47,13 +47,14 @@ pub struct LevelsSnapshot {
 }
 
 impl LevelsSnapshot {
-    /// Level targets from options: `base * multiplier^(level-1)` for levels >= 1.
-    pub fn max_bytes_for_levels(options: &Options) -> Vec<u64> {
-        let mut targets = vec![0u64; options.num_levels];
-        let mut target = options.max_bytes_for_level_base as f64;
+    /// Target bytes of each of `num_levels` levels: `base * multiplier^(level-1)` for levels >= 1,
+    /// 0 for L0 (which is judged by file count). The shape of [`LevelsSnapshot::max_bytes`].
+    pub fn level_targets(num_levels: usize, base: u64, multiplier: f64) -> Vec<u64> {
+        let mut targets = vec![0u64; num_levels];
+        let mut target = base as f64;
         for t in targets.iter_mut().skip(1) {
             *t = target as u64;
-            target *= options.max_bytes_for_level_multiplier;
+            target *= multiplier;
         }
         targets
     }
@@ -499,13 +500,8 @@ mod tests {
 
     #[test]
     fn level_targets_grow_by_multiplier() {
-        let o = Options {
-            num_levels: 4,
-            max_bytes_for_level_base: 10,
-            max_bytes_for_level_multiplier: 10.0,
-            ..Options::default()
-        };
-        assert_eq!(LevelsSnapshot::max_bytes_for_levels(&o), vec![0, 10, 100, 1000]);
+        assert_eq!(LevelsSnapshot::level_targets(4, 10, 10.0), vec![0, 10, 100, 1000]);
+        assert_eq!(LevelsSnapshot::level_targets(1, 10, 10.0), vec![0]);
     }
 
     // ---- Time-slice policy, driven tick by tick with a fake clock. ----

@@ -257,7 +257,11 @@ impl Shared {
             l0_trigger: o.level0_file_num_compaction_trigger,
             l0_slowdown: o.level0_slowdown_writes_trigger,
             l0_stop: o.level0_stop_writes_trigger,
-            max_bytes: LevelsSnapshot::max_bytes_for_levels(o),
+            max_bytes: LevelsSnapshot::level_targets(
+                o.num_levels,
+                o.max_bytes_for_level_base,
+                o.max_bytes_for_level_multiplier,
+            ),
             compacting_bytes: levels.map(|l| in_flight.busy_bytes(version, l)).collect(),
             blocked: Vec::new(),
         }
