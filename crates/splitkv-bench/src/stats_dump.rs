@@ -118,7 +118,11 @@ impl StatsDump {
     pub fn start(&mut self, db: Arc<Db>, options: &Options) {
         let (sink, samples) = (self.sink.clone(), self.samples.clone());
         let (stop, interval) = (Arc::clone(&self.stop), self.interval);
-        let max_bytes = LevelsSnapshot::max_bytes_for_levels(options);
+        let max_bytes = LevelsSnapshot::level_targets(
+            options.num_levels,
+            options.max_bytes_for_level_base,
+            options.max_bytes_for_level_multiplier,
+        );
         let l0_trigger = options.level0_file_num_compaction_trigger.max(1);
         let started = Instant::now();
         self.sampler = Some(std::thread::spawn(move || {

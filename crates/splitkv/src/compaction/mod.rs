@@ -11,11 +11,18 @@
 //! - [`exec`]: merges the inputs, drops versions no snapshot can see, writes output tables and
 //!   reports the value-log bytes it made garbage.
 //! - [`events`]: the per-compaction report handed to an optional listener.
+//!
+//! Nothing here imports `Options` (which names the compaction listener): callers pass the
+//! numbers (triggers, level targets, output file size). Picking is tested from text files under
+//! `testdata/` (see `datadriven_tests`).
 
 pub mod events;
 pub mod exec;
 pub mod picker;
 pub mod policy;
+
+#[cfg(test)]
+mod datadriven_tests;
 
 pub use events::{CompactionEvent, CompactionListener};
 pub use picker::{Compaction, InFlight};

@@ -11,10 +11,13 @@
 //! the same output level (two such compactions would write overlapping files into one level).
 //! At most one L0 compaction runs at a time: L0 files overlap and must go down oldest first.
 //! `InFlight` is plain data guarded by the scheduler's state lock.
+//!
+//! Tested from text in `testdata/picker` (and through the policies in `testdata/score`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::policy::LevelsSnapshot;
 use crate::types::{compare_internal_keys, FileNumber, InternalKey};
 use crate::version::{FileMetaData, Version};
 
@@ -78,6 +81,56 @@ pub fn pick_inputs(
     max_output_file_size: u64,
 ) -> Option<Compaction> {
     pick_free_inputs(version, level, compact_pointer, max_output_file_size, &InFlight::default())
+}
+
+/// The numbers picking depends on besides the tree (taken from the database's options).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PickSettings {
+    /// L0 file count that makes L0 due for compaction.
+    pub l0_trigger: usize,
+    /// L0 file count at which writes are slowed.
+    pub l0_slowdown: usize,
+    /// L0 file count at which writes stop.
+    pub l0_stop: usize,
+    /// Target size of level 1.
+    pub level_base: u64,
+    /// Growth of the target from one level to the next.
+    pub level_multiplier: f64,
+    /// Size at which compaction outputs are cut.
+    pub target_file_size: u64,
+}
+
+/// What the scheduler shows a policy: the levels of `version` as a [`LevelsSnapshot`], and the
+/// free inputs the picker finds at every compactable level (`None`, reported to the policy as
+/// blocked, where every candidate conflicts with a running compaction). `pointers` holds each
+/// level's round-robin compact pointer.
+pub fn candidates(
+    version: &Arc<Version>,
+    pointers: &[Option<InternalKey>],
+    in_flight: &InFlight,
+    settings: &PickSettings,
+) -> (LevelsSnapshot, Vec<Option<Compaction>>) {
+    let levels = 0..version.num_levels();
+    let candidates: Vec<Option<Compaction>> = (0..version.num_levels().saturating_sub(1))
+        .map(|level| {
+            let pointer = pointers.get(level).and_then(Option::as_ref);
+            pick_free_inputs(version, level, pointer, settings.target_file_size, in_flight)
+        })
+        .collect();
+    let mut blocked: Vec<bool> = candidates.iter().map(Option::is_none).collect();
+    // The last level has nowhere to go.
+    blocked.push(true);
+    let snapshot = LevelsSnapshot {
+        files: levels.clone().map(|l| version.files(l).len()).collect(),
+        bytes: levels.clone().map(|l| version.level_bytes(l)).collect(),
+        l0_trigger: settings.l0_trigger,
+        l0_slowdown: settings.l0_slowdown,
+        l0_stop: settings.l0_stop,
+        max_bytes: LevelsSnapshot::level_targets(version.num_levels(), settings.level_base, settings.level_multiplier),
+        compacting_bytes: levels.map(|l| in_flight.busy_bytes(version, l)).collect(),
+        blocked,
+    };
+    (snapshot, candidates)
 }
 
 /// Like [`pick_inputs`], but skips seeds whose compaction would conflict with `in_flight`: the
@@ -223,80 +276,4 @@ fn with_parents(
         Vec::new()
     };
     Compaction { level, inputs: [inputs, parents], grandparents, version: Arc::clone(version), max_output_file_size }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::types::{SequenceNumber, ValueKind};
-    use crate::version::VersionEdit;
-
-    fn file(number: u64, lo: &str, hi: &str) -> FileMetaData {
-        FileMetaData {
-            number: FileNumber(number),
-            file_size: 100,
-            smallest: InternalKey::new(lo.as_bytes(), SequenceNumber(1), ValueKind::Inline),
-            largest: InternalKey::new(hi.as_bytes(), SequenceNumber(1), ValueKind::Inline),
-            num_entries: 1,
-            log_refs: Vec::new(),
-        }
-    }
-
-    /// L0: two overlapping files; L1: [a,c] [d,f] [g,i]; L2: [a,b] [e,e] [h,z].
-    fn version() -> Arc<Version> {
-        let mut edit = VersionEdit::default();
-        edit.add_file(0, file(1, "a", "d"));
-        edit.add_file(0, file(2, "c", "e"));
-        edit.add_file(1, file(10, "a", "c"));
-        edit.add_file(1, file(11, "d", "f"));
-        edit.add_file(1, file(12, "g", "i"));
-        edit.add_file(2, file(20, "a", "b"));
-        edit.add_file(2, file(21, "e", "e"));
-        edit.add_file(2, file(22, "h", "z"));
-        Arc::new(Version::empty(4).apply(&edit).expect("valid edit"))
-    }
-
-    fn numbers(files: &[Arc<FileMetaData>]) -> Vec<u64> {
-        files.iter().map(|f| f.number.0).collect()
-    }
-
-    #[test]
-    fn second_pick_skips_busy_files_and_takes_the_next_free_seed() {
-        let v = version();
-        let mut in_flight = InFlight::default();
-        let first = pick_free_inputs(&v, 1, None, 1 << 20, &in_flight).unwrap();
-        assert_eq!((numbers(&first.inputs[0]), numbers(&first.inputs[1])), (vec![10], vec![20]));
-        let id = in_flight.register(&first);
-        assert_eq!(in_flight.busy_bytes(&v, 1), 100);
-        let second = pick_free_inputs(&v, 1, None, 1 << 20, &in_flight).unwrap();
-        assert_eq!((numbers(&second.inputs[0]), numbers(&second.inputs[1])), (vec![11], vec![21]));
-        in_flight.register(&second);
-        // L2 -> L3 must not take L2 files that L1 -> L2 compactions read.
-        let deeper = pick_free_inputs(&v, 2, None, 1 << 20, &in_flight).unwrap();
-        assert_eq!(numbers(&deeper.inputs[0]), vec![22]);
-        in_flight.release(id);
-        assert_eq!(in_flight.len(), 1);
-        assert_eq!(numbers(&pick_free_inputs(&v, 1, None, 1 << 20, &in_flight).unwrap().inputs[0]), vec![10]);
-    }
-
-    #[test]
-    fn overlapping_output_ranges_in_one_level_conflict() {
-        let v = version();
-        let mut in_flight = InFlight::default();
-        // L0 -> L1 over [a, f] holds L1 files 10 and 11.
-        let l0 = pick_free_inputs(&v, 0, None, 1 << 20, &in_flight).unwrap();
-        assert_eq!((numbers(&l0.inputs[0]), numbers(&l0.inputs[1])), (vec![1, 2], vec![10, 11]));
-        in_flight.register(&l0);
-        assert!(in_flight.level0_running());
-        assert!(pick_free_inputs(&v, 0, None, 1 << 20, &in_flight).is_none(), "one L0 compaction at a time");
-        // L1 file 12 [g, i] is free and outside [a, f].
-        assert_eq!(numbers(&pick_free_inputs(&v, 1, None, 1 << 20, &in_flight).unwrap().inputs[0]), vec![12]);
-        // A same-level compaction whose range overlaps a running one conflicts even without
-        // shared files.
-        let mut overlapping = pick_inputs(&v, 1, None, 1 << 20).unwrap();
-        overlapping.level = 0;
-        overlapping.inputs = [Vec::new(), Vec::new()];
-        overlapping.inputs[0].push(Arc::new(file(99, "b", "b")));
-        assert!(in_flight.conflicts(&overlapping));
-    }
 }

@@ -18,9 +18,9 @@
 //!   the level's excess and measured drain rate, and releasing once a fraction of the excess is
 //!   gone.
 //!
-//! Policies are `Send` but not shared: the scheduler calls them under its state lock.
-
-use crate::options::Options;
+//! Policies are `Send` but not shared: the scheduler calls them under its state lock. They take
+//! the few numbers they need (triggers, level targets), never the whole `Options`: options name
+//! the compaction listener, so depending on them here would close a module cycle.
 
 /// Sizes and thresholds of every level, as seen when picking.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -47,13 +47,14 @@ pub struct LevelsSnapshot {
 }
 
 impl LevelsSnapshot {
-    /// Level targets from options: `base * multiplier^(level-1)` for levels >= 1.
-    pub fn max_bytes_for_levels(options: &Options) -> Vec<u64> {
-        let mut targets = vec![0u64; options.num_levels];
-        let mut target = options.max_bytes_for_level_base as f64;
+    /// Target bytes of each of `num_levels` levels: `base * multiplier^(level-1)` for levels >= 1,
+    /// 0 for L0 (which is judged by file count). The shape of [`LevelsSnapshot::max_bytes`].
+    pub fn level_targets(num_levels: usize, base: u64, multiplier: f64) -> Vec<u64> {
+        let mut targets = vec![0u64; num_levels];
+        let mut target = base as f64;
         for t in targets.iter_mut().skip(1) {
             *t = target as u64;
-            target *= options.max_bytes_for_level_multiplier;
+            target *= multiplier;
         }
         targets
     }
@@ -455,57 +456,15 @@ impl CompactionPolicy for TimeSlicePolicy {
 
 #[cfg(test)]
 mod tests {
+    //! Picks on concrete trees are tested from text in `testdata/score` and
+    //! `testdata/time_slice` (see `datadriven_tests`); what stays here needs loops or no tree.
+
     use super::*;
-
-    fn snapshot(files: &[usize], bytes: &[u64]) -> LevelsSnapshot {
-        LevelsSnapshot {
-            files: files.to_vec(),
-            bytes: bytes.to_vec(),
-            l0_trigger: 4,
-            l0_slowdown: 8,
-            l0_stop: 12,
-            max_bytes: vec![0, 100, 1000, 10_000],
-            ..LevelsSnapshot::default()
-        }
-    }
-
-    #[test]
-    fn nothing_to_do_under_thresholds() {
-        let s = snapshot(&[3, 1, 1, 1], &[30, 90, 900, 5000]);
-        assert_eq!(ScorePolicy::default().pick(&s, &SchedulerState::default()), None);
-    }
-
-    #[test]
-    fn highest_ratio_wins() {
-        let s = snapshot(&[4, 1, 1, 1], &[40, 150, 3000, 5000]);
-        let p = ScorePolicy::default().pick(&s, &SchedulerState::default()).unwrap();
-        assert_eq!((p.level, p.reason), (2, PickReason::LevelSize));
-    }
-
-    #[test]
-    fn l0_boost_outranks_deeper_levels_only_when_enabled() {
-        let s = snapshot(&[8, 1, 1, 1], &[80, 150, 9000, 5000]);
-        let p = ScorePolicy { l0_boost: true }.pick(&s, &SchedulerState::default()).unwrap();
-        assert_eq!((p.level, p.reason), (0, PickReason::Level0Slowdown));
-        let p = ScorePolicy { l0_boost: false }.pick(&s, &SchedulerState::default()).unwrap();
-        assert_eq!(p.level, 2);
-    }
-
-    #[test]
-    fn last_level_is_never_picked() {
-        let s = snapshot(&[0, 0, 0, 1], &[0, 0, 0, 1 << 40]);
-        assert_eq!(ScorePolicy::default().pick(&s, &SchedulerState::default()), None);
-    }
 
     #[test]
     fn level_targets_grow_by_multiplier() {
-        let o = Options {
-            num_levels: 4,
-            max_bytes_for_level_base: 10,
-            max_bytes_for_level_multiplier: 10.0,
-            ..Options::default()
-        };
-        assert_eq!(LevelsSnapshot::max_bytes_for_levels(&o), vec![0, 10, 100, 1000]);
+        assert_eq!(LevelsSnapshot::level_targets(4, 10, 10.0), vec![0, 10, 100, 1000]);
+        assert_eq!(LevelsSnapshot::level_targets(1, 10, 10.0), vec![0]);
     }
 
     // ---- Time-slice policy, driven tick by tick with a fake clock. ----
@@ -530,139 +489,6 @@ mod tests {
     fn finish(p: &mut TimeSlicePolicy, clock: &mut SchedulerState, level: usize, ms: u64) {
         clock.now_ms += ms;
         p.on_compaction_done(&FinishedCompaction { level, duration_ms: ms, level_bytes: 10 }, clock);
-    }
-
-    #[test]
-    fn grant_goes_to_the_highest_ratio_when_nobody_holds() {
-        let mut p = slot(100);
-        let s = five_levels(&[0, 150, 3000, 5000, 0]);
-        let pick = p.pick(&s, &SchedulerState::default()).unwrap();
-        assert_eq!((pick.level, pick.reason), (2, PickReason::SliceHolder));
-        assert_eq!(p.slice_holder(), Some(2));
-        assert_eq!(p.grants(), 1);
-    }
-
-    #[test]
-    fn nobody_holds_when_every_level_is_under_threshold() {
-        let mut p = slot(100);
-        assert_eq!(p.pick(&five_levels(&[0, 50, 500, 5000, 0]), &SchedulerState::default()), None);
-        assert_eq!(p.slice_holder(), None);
-    }
-
-    #[test]
-    fn holder_outranks_higher_ratios_and_the_l0_boost_until_its_slice_expires() {
-        let mut p = slot(100);
-        let mut clock = SchedulerState::default();
-        let mut s = five_levels(&[0, 150, 3000, 5000, 0]);
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        // L1 becomes far more urgent and L0 reaches the slowdown trigger: the holder keeps going.
-        s.bytes[1] = 10_000;
-        s.files[0] = 9;
-        for _ in 0..3 {
-            finish(&mut p, &mut clock, 2, 30);
-            assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        }
-        // 120 ms used of 100: expired; L3 (next level) is under threshold, so the highest ratio
-        // among the others wins (L0 at 9/4 < L1 at 100).
-        finish(&mut p, &mut clock, 2, 30);
-        let pick = p.pick(&s, &clock).unwrap();
-        assert_eq!(p.last_release(), Some(Release::Expired));
-        assert_eq!((pick.level, p.grants()), (1, 2));
-    }
-
-    #[test]
-    fn expired_slice_is_handed_to_the_next_level_when_it_is_over_threshold() {
-        let mut p = slot(50);
-        let mut clock = SchedulerState::default();
-        let s = five_levels(&[0, 150, 30_000, 20_000, 0]);
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        finish(&mut p, &mut clock, 2, 60);
-        // L3's ratio (2) is below L2's (30) but L3 follows L2.
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 3);
-        finish(&mut p, &mut clock, 3, 60);
-        // After the deepest compactable level the slice wraps to L0, which is under its trigger;
-        // L2 has the highest ratio.
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-    }
-
-    #[test]
-    fn slice_is_revoked_when_the_level_drops_under_threshold() {
-        let mut p = slot(10_000);
-        let mut clock = SchedulerState::default();
-        let mut s = five_levels(&[0, 150, 3000, 5000, 0]);
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        finish(&mut p, &mut clock, 2, 5);
-        s.bytes[2] = 900;
-        let pick = p.pick(&s, &clock).unwrap();
-        assert_eq!(p.last_release(), Some(Release::UnderThreshold));
-        assert_eq!(pick.level, 1);
-    }
-
-    #[test]
-    fn compactions_of_other_levels_do_not_use_the_holders_slice() {
-        let mut p = slot(50);
-        let mut clock = SchedulerState::default();
-        let s = five_levels(&[0, 150, 3000, 5000, 0]);
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        finish(&mut p, &mut clock, 1, 500);
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        assert_eq!(p.grants(), 1);
-    }
-
-    #[test]
-    fn a_blocked_holder_lets_other_workers_use_scores() {
-        let mut p = slot(100);
-        let mut s = five_levels(&[0, 150, 3000, 5000, 0]);
-        assert_eq!(p.pick(&s, &SchedulerState::default()).unwrap().level, 2);
-        s.blocked = vec![false, false, true, false, false];
-        let pick = p.pick(&s, &SchedulerState::default()).unwrap();
-        assert_eq!((pick.level, pick.reason), (1, PickReason::LevelSize));
-        assert_eq!(p.slice_holder(), Some(2), "a busy holder keeps its slice");
-    }
-
-    #[test]
-    fn bytes_already_being_compacted_do_not_count_towards_the_ratio() {
-        let mut s = five_levels(&[0, 150, 3000, 5000, 0]);
-        s.compacting_bytes = vec![0, 0, 2500, 0, 0];
-        assert!(s.ratio(2) < 1.0);
-        assert_eq!(ScorePolicy::default().pick(&s, &SchedulerState::default()).unwrap().level, 1);
-    }
-
-    #[test]
-    fn partial_drain_releases_once_the_fraction_of_the_excess_is_gone() {
-        let mut p = TimeSlicePolicy::new(TimeSliceConfig {
-            slice_ms: 10_000,
-            drain_fraction: Some(0.5),
-            ..TimeSliceConfig::default()
-        });
-        let mut clock = SchedulerState::default();
-        let mut s = five_levels(&[0, 150, 3000, 0, 0]);
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2); // excess 2000
-        finish(&mut p, &mut clock, 2, 5);
-        s.bytes[2] = 2100; // 1100 left: not yet half drained
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        finish(&mut p, &mut clock, 2, 5);
-        s.bytes[2] = 2000; // 1000 left: half drained
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 1);
-        assert_eq!(p.last_release(), Some(Release::Drained));
-    }
-
-    #[test]
-    fn dynamic_slice_covers_the_excess_at_the_measured_rate() {
-        let mut p =
-            TimeSlicePolicy::new(TimeSliceConfig { slice_ms: 100, dynamic: true, ..TimeSliceConfig::default() });
-        let clock = SchedulerState::default();
-        let s = five_levels(&[0, 0, 3000, 0, 0]);
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        assert_eq!(p.current_slice_ms(), Some(100), "no rate measured yet: the static slice");
-        // 10 bytes/ms measured; expire the grant, then the next grant of L2 sizes itself.
-        p.on_compaction_done(&FinishedCompaction { level: 2, duration_ms: 100, level_bytes: 1000 }, &clock);
-        assert_eq!(p.pick(&s, &clock).unwrap().level, 2);
-        assert_eq!(p.current_slice_ms(), Some(200), "excess 2000 B at 10 B/ms");
-        let big = five_levels(&[0, 0, 1_000_000, 0, 0]);
-        p.on_compaction_done(&FinishedCompaction { level: 2, duration_ms: 200, level_bytes: 2000 }, &clock);
-        p.pick(&big, &clock);
-        assert_eq!(p.current_slice_ms(), Some(100 * DYNAMIC_MAX_FACTOR), "clamped");
     }
 
     /// A synthetic tree under constant write pressure: every level stays over its threshold and
@@ -705,12 +531,5 @@ mod tests {
         for level in 1..4 {
             assert!(max_wait[level] <= bound, "L{level} waited {} grants (bound {bound})", max_wait[level]);
         }
-    }
-
-    #[test]
-    fn score_policy_ignores_blocked_levels() {
-        let mut s = snapshot(&[4, 1, 1, 1], &[40, 150, 3000, 5000]);
-        s.blocked = vec![false, false, true, false];
-        assert_eq!(ScorePolicy::default().pick(&s, &SchedulerState::default()).unwrap().level, 1);
     }
 }

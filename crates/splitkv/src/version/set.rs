@@ -367,6 +367,11 @@ impl VersionSet {
         self.counters.compact_pointers.get(level)?.as_ref()
     }
 
+    /// Every level's compact pointer, level 0 first.
+    pub fn compact_pointers(&self) -> &[Option<InternalKey>] {
+        &self.counters.compact_pointers
+    }
+
     /// Numbers of the SSTables of every version still alive: the current one and any held by a
     /// reader. Files outside this set may be deleted.
     pub fn live_files(&mut self) -> HashSet<FileNumber> {

@@ -33,7 +33,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink};
-use crate::compaction::picker::InFlight;
+use crate::compaction::picker::{InFlight, PickSettings};
 use crate::compaction::{CompactionListener, CompactionPolicy};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -92,6 +92,7 @@ struct Shared {
     /// garbage survey, so neither overlaps one.
     compaction_lock: RwLock<()>,
     listener: Option<Arc<dyn CompactionListener>>,
+    pick_settings: PickSettings,
     started: Instant,
 }
 
@@ -144,6 +145,7 @@ impl LsmIndex {
             super_version: RwLock::new(super_version),
             compaction_lock: RwLock::new(()),
             listener: options.compaction_listener.clone(),
+            pick_settings: scheduler::pick_settings(&options),
             started: Instant::now(),
             options,
         });

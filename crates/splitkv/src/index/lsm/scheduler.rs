@@ -14,15 +14,27 @@ use std::time::{Duration, Instant};
 
 use super::{Shared, State};
 use crate::compaction::exec::{self, CompactionContext};
-use crate::compaction::picker::{self, Compaction, InFlight};
+use crate::compaction::picker::{self, Compaction, PickSettings};
 use crate::compaction::{
-    CompactionEvent, CompactionPolicy, FinishedCompaction, LevelsSnapshot, PickReason, SchedulerState, ScorePolicy,
-    TimeSliceConfig, TimeSlicePolicy,
+    CompactionEvent, CompactionPolicy, FinishedCompaction, PickReason, SchedulerState, ScorePolicy, TimeSliceConfig,
+    TimeSlicePolicy,
 };
 use crate::error::{Error, Result};
 use crate::options::{CompactionPolicyKind, Options};
 use crate::stats::Counters;
-use crate::version::{FileMetaData, Version, VersionEdit};
+use crate::version::{FileMetaData, VersionEdit};
+
+/// The numbers picking takes from `options`.
+pub(super) fn pick_settings(o: &Options) -> PickSettings {
+    PickSettings {
+        l0_trigger: o.level0_file_num_compaction_trigger,
+        l0_slowdown: o.level0_slowdown_writes_trigger,
+        l0_stop: o.level0_stop_writes_trigger,
+        level_base: o.max_bytes_for_level_base,
+        level_multiplier: o.max_bytes_for_level_multiplier,
+        target_file_size: o.target_file_size,
+    }
+}
 
 /// The compaction policy `options` select.
 pub(super) fn policy_for(options: &Options) -> Box<dyn CompactionPolicy> {
@@ -40,21 +52,6 @@ pub(super) fn policy_for(options: &Options) -> Box<dyn CompactionPolicy> {
 }
 
 impl Shared {
-    fn levels_snapshot(&self, version: &Version, in_flight: &InFlight) -> LevelsSnapshot {
-        let o = &self.options;
-        let levels = 0..version.num_levels();
-        LevelsSnapshot {
-            files: levels.clone().map(|l| version.files(l).len()).collect(),
-            bytes: levels.clone().map(|l| version.level_bytes(l)).collect(),
-            l0_trigger: o.level0_file_num_compaction_trigger,
-            l0_slowdown: o.level0_slowdown_writes_trigger,
-            l0_stop: o.level0_stop_writes_trigger,
-            max_bytes: LevelsSnapshot::max_bytes_for_levels(o),
-            compacting_bytes: levels.map(|l| in_flight.busy_bytes(version, l)).collect(),
-            blocked: Vec::new(),
-        }
-    }
-
     fn scheduler_state(&self) -> SchedulerState {
         SchedulerState { now_ms: self.started.elapsed().as_millis() as u64 }
     }
@@ -123,17 +120,9 @@ impl Shared {
     /// candidate conflicts with a running compaction are reported to the policy as blocked.
     pub(super) fn pick_compaction(&self, state: &mut State) -> Option<(Compaction, (usize, PickReason))> {
         let catalog = self.catalog.lock();
-        let version = catalog.current();
-        let mut levels = self.levels_snapshot(&version, &state.in_flight);
-        let mut candidates: Vec<Option<Compaction>> = (0..version.num_levels().saturating_sub(1))
-            .map(|level| {
-                let pointer = catalog.compact_pointer(level);
-                picker::pick_free_inputs(&version, level, pointer, self.options.target_file_size, &state.in_flight)
-            })
-            .collect();
+        let (levels, mut candidates) =
+            picker::candidates(&catalog.current(), catalog.compact_pointers(), &state.in_flight, &self.pick_settings);
         drop(catalog);
-        levels.blocked = candidates.iter().map(Option::is_none).collect();
-        levels.blocked.push(true);
         let sched = self.scheduler_state();
         let pick = state.policy.pick(&levels, &sched)?;
         let compaction = candidates.get_mut(pick.level)?.take()?;
