@@ -1,6 +1,9 @@
 //! Scheduling scenarios under each compaction policy and with two compaction workers: the data
 //! stays correct while compactions run concurrently, deeper levels form, every finished
 //! compaction is reported to the listener, and a time slice never holds up memtable flushes.
+//!
+//! LSM only: compaction policies, compaction workers and levels belong to the LSM index, so these
+//! scenarios do not run under the other index kinds of `common::index_kinds`.
 
 mod common;
 
@@ -10,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use common::{dump, small_options, value_for, CrashEnv};
 use splitkv::compaction::{CompactionEvent, CompactionListener, PickReason};
 use splitkv::options::CompactionPolicyKind;
-use splitkv::{Db, Options};
+use splitkv::{Db, IndexKind, Options};
 
 /// Collects every event.
 #[derive(Default)]
@@ -39,7 +42,7 @@ fn options(env: &CrashEnv, policy: CompactionPolicyKind, workers: usize, thresho
         // Small levels so that a few thousand writes reach L3.
         max_bytes_for_level_base: 16 << 10,
         max_bytes_for_level_multiplier: 4.0,
-        ..small_options(threshold)
+        ..small_options(IndexKind::Lsm, threshold)
     })
 }
 

@@ -1,18 +1,19 @@
 //! Value-log garbage collection: space comes back, values stay right, concurrent writers win,
 //! open snapshots and iterators keep their view, and a crash at any point of a GC run loses
-//! nothing.
+//! nothing. Every scenario runs under every index kind: GC reaches the index only through the
+//! engine's GC host, so none of this is specific to the LSM-tree.
 
 mod common;
 
 use std::sync::Arc;
 
-use common::{dump, key, small_options, value_for, CrashEnv};
+use common::{dump, index_kinds, key, small_options, value_for, CrashEnv};
 use splitkv::fs::{Fault, FaultKind};
 use splitkv::options::GcPolicyKind;
-use splitkv::{Db, Options, ReadOptions, Result, WriteOptions};
+use splitkv::{Db, IndexKind, Options, ReadOptions, Result, WriteOptions};
 
-fn gc_options(policy: GcPolicyKind) -> Options {
-    Options { value_threshold: 256, background_gc: false, gc_policy: policy, ..small_options(256) }
+fn gc_options(kind: IndexKind, policy: GcPolicyKind) -> Options {
+    Options { value_threshold: 256, background_gc: false, gc_policy: policy, ..small_options(kind, 256) }
 }
 
 /// Writes `rounds` versions of `keys` keys; returns the value seed of each key's last version.
@@ -37,29 +38,28 @@ fn check(db: &Db, last: &[u64], ctx: &str) -> Result<()> {
 
 #[test]
 fn gc_reclaims_space_under_every_policy() -> Result<()> {
-    for policy in [GcPolicyKind::Oldest, GcPolicyKind::Greedy, GcPolicyKind::CostBenefit] {
-        let dir = tempfile::tempdir()?;
-        let db = Db::open(dir.path(), gc_options(policy))?;
-        let last = overwrite(&db, 300, 6)?;
-        db.delete(key(0))?;
-        let before = db.stats().vlog_bytes();
-        let outcome = db.run_gc()?;
-        let after = db.stats().vlog_bytes();
-        assert!(!outcome.segments_released.is_empty(), "{policy:?}: nothing released");
-        assert!(after * 2 < before, "{policy:?}: log only shrank from {before} to {after}");
-        assert_eq!(db.get(key(0))?, None, "{policy:?}: deleted key resurrected");
-        for k in 1..300u64 {
-            assert_eq!(db.get(key(k))?.map(|v| v.to_vec()), Some(value_for(last[k as usize], 700)), "{policy:?}");
-        }
-        drop(db);
-        let db = Db::open(dir.path(), gc_options(policy))?;
-        assert_eq!(db.get(key(0))?, None);
-        for k in 1..300u64 {
-            assert_eq!(
-                db.get(key(k))?.map(|v| v.to_vec()),
-                Some(value_for(last[k as usize], 700)),
-                "{policy:?} reopen"
-            );
+    for kind in index_kinds() {
+        for policy in [GcPolicyKind::Oldest, GcPolicyKind::Greedy, GcPolicyKind::CostBenefit] {
+            let ctx = format!("{kind:?} index, {policy:?}");
+            let dir = tempfile::tempdir()?;
+            let db = Db::open(dir.path(), gc_options(kind, policy))?;
+            let last = overwrite(&db, 300, 6)?;
+            db.delete(key(0))?;
+            let before = db.stats().vlog_bytes();
+            let outcome = db.run_gc()?;
+            let after = db.stats().vlog_bytes();
+            assert!(!outcome.segments_released.is_empty(), "{ctx}: nothing released");
+            assert!(after * 2 < before, "{ctx}: log only shrank from {before} to {after}");
+            assert_eq!(db.get(key(0))?, None, "{ctx}: deleted key resurrected");
+            for k in 1..300u64 {
+                assert_eq!(db.get(key(k))?.map(|v| v.to_vec()), Some(value_for(last[k as usize], 700)), "{ctx}");
+            }
+            drop(db);
+            let db = Db::open(dir.path(), gc_options(kind, policy))?;
+            assert_eq!(db.get(key(0))?, None, "{ctx} reopen: deleted key resurrected");
+            for k in 1..300u64 {
+                assert_eq!(db.get(key(k))?.map(|v| v.to_vec()), Some(value_for(last[k as usize], 700)), "{ctx} reopen");
+            }
         }
     }
     Ok(())
@@ -67,8 +67,15 @@ fn gc_reclaims_space_under_every_policy() -> Result<()> {
 
 #[test]
 fn concurrent_overwrites_always_win_over_relocation() -> Result<()> {
+    for kind in index_kinds() {
+        concurrent_overwrites_win(kind)?;
+    }
+    Ok(())
+}
+
+fn concurrent_overwrites_win(kind: IndexKind) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let db = Arc::new(Db::open(dir.path(), gc_options(GcPolicyKind::Greedy))?);
+    let db = Arc::new(Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?);
     overwrite(&db, 200, 4)?;
     db.flush()?;
     std::thread::scope(|s| -> Result<()> {
@@ -91,61 +98,78 @@ fn concurrent_overwrites_always_win_over_relocation() -> Result<()> {
     })?;
     db.run_gc()?;
     for k in 0..200u64 {
-        assert_eq!(db.get(key(k))?.map(|v| v.to_vec()), Some(value_for(1_000_000 + 4 * 1000 + k, 700)), "key {k}");
+        assert_eq!(
+            db.get(key(k))?.map(|v| v.to_vec()),
+            Some(value_for(1_000_000 + 4 * 1000 + k, 700)),
+            "{kind:?}: key {k}"
+        );
     }
     Ok(())
 }
 
 #[test]
 fn snapshots_and_iterators_survive_gc_until_dropped() -> Result<()> {
+    for kind in index_kinds() {
+        snapshots_and_iterators_survive_gc(kind)?;
+    }
+    Ok(())
+}
+
+fn snapshots_and_iterators_survive_gc(kind: IndexKind) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), gc_options(GcPolicyKind::Oldest))?;
+    let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Oldest))?;
     let first = overwrite(&db, 150, 1)?;
     let snapshot = db.snapshot();
     let mut it = db.iter(ReadOptions::default())?;
     let at_snapshot = ReadOptions { snapshot: Some(snapshot.clone()), ..ReadOptions::default() };
     let last = overwrite(&db, 150, 4)?;
     let outcome = db.run_gc()?;
-    assert!(outcome.bytes_read > 0, "GC found nothing to do");
+    assert!(outcome.bytes_read > 0, "{kind:?}: GC found nothing to do");
     // The old versions are still readable through the snapshot and the iterator.
     for k in 0..150u64 {
-        assert_eq!(db.get_opt(&at_snapshot, key(k))?.map(|v| v.to_vec()), Some(value_for(first[k as usize], 700)));
+        assert_eq!(
+            db.get_opt(&at_snapshot, key(k))?.map(|v| v.to_vec()),
+            Some(value_for(first[k as usize], 700)),
+            "{kind:?}: snapshot key {k}"
+        );
     }
     it.seek_to_first()?;
     let mut n = 0;
     while it.valid() {
-        assert_eq!(it.value(), value_for(first[n], 700).as_slice(), "iterator entry {n}");
+        assert_eq!(it.value(), value_for(first[n], 700).as_slice(), "{kind:?}: iterator entry {n}");
         n += 1;
         it.next()?;
     }
-    assert_eq!(n, 150);
+    assert_eq!(n, 150, "{kind:?}: iterator entries");
     let held = db.stats().vlog_bytes();
     drop(it);
     drop(snapshot);
     drop(at_snapshot);
     let later = db.run_gc()?;
-    assert!(!later.segments_released.is_empty(), "segments held by readers were never released");
-    assert!(db.stats().vlog_bytes() < held);
-    check(&db, &last, "after release")?;
+    assert!(!later.segments_released.is_empty(), "{kind:?}: segments held by readers were never released");
+    assert!(db.stats().vlog_bytes() < held, "{kind:?}: log did not shrink once the readers were gone");
+    check(&db, &last, &format!("{kind:?} index, after release"))?;
     Ok(())
 }
 
 #[test]
 fn hole_punching_frees_space_without_moving_values() -> Result<()> {
-    let env = CrashEnv::new();
-    let opts = env.options(Options {
-        gc_punch_holes: true,
-        gc_space_budget: Some(64 << 20),
-        ..gc_options(GcPolicyKind::Greedy)
-    });
-    let db = Db::open("/db", opts)?;
-    let last = overwrite(&db, 300, 5)?;
-    let outcome = db.run_gc()?;
-    assert!(outcome.bytes_punched > 0, "nothing punched: {outcome:?}");
-    assert_eq!(outcome.records_relocated, 0, "punching must not copy");
-    let stats = db.stats();
-    assert!(stats.disk_bytes < stats.sstable_bytes() + stats.vlog_bytes(), "holes not reflected on disk");
-    check(&db, &last, "after punching")?;
+    for kind in index_kinds() {
+        let env = CrashEnv::new();
+        let opts = env.options(Options {
+            gc_punch_holes: true,
+            gc_space_budget: Some(64 << 20),
+            ..gc_options(kind, GcPolicyKind::Greedy)
+        });
+        let db = Db::open("/db", opts)?;
+        let last = overwrite(&db, 300, 5)?;
+        let outcome = db.run_gc()?;
+        assert!(outcome.bytes_punched > 0, "{kind:?}: nothing punched: {outcome:?}");
+        assert_eq!(outcome.records_relocated, 0, "{kind:?}: punching must not copy");
+        let stats = db.stats();
+        assert!(stats.disk_bytes < stats.sstable_bytes() + stats.vlog_bytes(), "{kind:?}: holes not reflected on disk");
+        check(&db, &last, &format!("{kind:?} index, after punching"))?;
+    }
     Ok(())
 }
 
@@ -161,53 +185,66 @@ enum GcCrashCase {
 }
 
 impl GcCrashCase {
-    fn options(self) -> Options {
+    fn options(self, kind: IndexKind) -> Options {
         let punch = matches!(self, GcCrashCase::PunchWithSnapshot);
-        Options { gc_punch_holes: punch, ..gc_options(GcPolicyKind::Greedy) }
+        Options { gc_punch_holes: punch, ..gc_options(kind, GcPolicyKind::Greedy) }
     }
 }
 
 #[test]
 fn snapshots_and_iterators_keep_their_view_across_hole_punching() -> Result<()> {
+    for kind in index_kinds() {
+        readers_keep_their_view_across_hole_punching(kind)?;
+    }
+    Ok(())
+}
+
+fn readers_keep_their_view_across_hole_punching(kind: IndexKind) -> Result<()> {
     let env = CrashEnv::new();
-    let db = Db::open("/db", env.options(Options { gc_punch_holes: true, ..gc_options(GcPolicyKind::Greedy) }))?;
+    let db = Db::open("/db", env.options(Options { gc_punch_holes: true, ..gc_options(kind, GcPolicyKind::Greedy) }))?;
     let first = overwrite(&db, 200, 1)?;
     let snapshot = db.snapshot();
     let mut it = db.iter(ReadOptions::default())?;
     let last = overwrite(&db, 200, 4)?;
     let held = db.run_gc()?;
-    assert_eq!(held.bytes_punched, 0, "punched while older readers could still read the records");
+    assert_eq!(held.bytes_punched, 0, "{kind:?}: punched while older readers could still read the records");
     let at_snapshot = ReadOptions { snapshot: Some(snapshot), ..ReadOptions::default() };
     for k in 0..200u64 {
-        assert_eq!(db.get_opt(&at_snapshot, key(k))?.map(|v| v.to_vec()), Some(value_for(first[k as usize], 700)));
+        assert_eq!(
+            db.get_opt(&at_snapshot, key(k))?.map(|v| v.to_vec()),
+            Some(value_for(first[k as usize], 700)),
+            "{kind:?}: snapshot key {k}"
+        );
     }
     it.seek_to_first()?;
     for (n, seed) in first.iter().enumerate() {
-        assert!(it.valid(), "iterator ended at {n}");
-        assert_eq!(it.value(), value_for(*seed, 700).as_slice(), "iterator entry {n}");
+        assert!(it.valid(), "{kind:?}: iterator ended at {n}");
+        assert_eq!(it.value(), value_for(*seed, 700).as_slice(), "{kind:?}: iterator entry {n}");
         it.next()?;
     }
     drop(it);
     drop(at_snapshot);
     let released = db.run_gc()?;
-    assert!(released.bytes_punched > 0, "nothing punched once the readers were gone: {released:?}");
-    assert_eq!(db.stats().gc_bytes_punched, released.bytes_punched, "each punched byte is counted once");
-    check(&db, &last, "after punching")?;
+    assert!(released.bytes_punched > 0, "{kind:?}: nothing punched once the readers were gone: {released:?}");
+    assert_eq!(db.stats().gc_bytes_punched, released.bytes_punched, "{kind:?}: each punched byte is counted once");
+    check(&db, &last, &format!("{kind:?} index, after punching"))?;
     Ok(())
 }
 
 #[test]
 fn crash_at_every_io_point_of_gc_loses_nothing() -> Result<()> {
-    for case in [GcCrashCase::Copy, GcCrashCase::UnflushedMemtable, GcCrashCase::PunchWithSnapshot] {
-        crash_at_every_io_point_of_gc(case)?;
+    for kind in index_kinds() {
+        for case in [GcCrashCase::Copy, GcCrashCase::UnflushedMemtable, GcCrashCase::PunchWithSnapshot] {
+            crash_at_every_io_point_of_gc(kind, case)?;
+        }
     }
     Ok(())
 }
 
-fn crash_at_every_io_point_of_gc(case: GcCrashCase) -> Result<()> {
+fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<()> {
     // Returns the database, each key's expected value seed, and a snapshot to hold.
     let setup = |env: &CrashEnv| -> Result<(Db, Vec<u64>, Option<splitkv::Snapshot>)> {
-        let db = Db::open("/db", env.options(case.options()))?;
+        let db = Db::open("/db", env.options(case.options(kind)))?;
         let snapshot = matches!(case, GcCrashCase::PunchWithSnapshot).then(|| db.snapshot());
         let mut last = overwrite(&db, 200, 4)?;
         db.delete(key(7))?;
@@ -236,7 +273,7 @@ fn crash_at_every_io_point_of_gc(case: GcCrashCase) -> Result<()> {
     let before = env.fault.op_count(FaultKind::Any);
     collect(&db)?;
     let total = env.fault.op_count(FaultKind::Any) - before;
-    assert!(db.stats().gc_runs > 0, "{case:?}: GC did nothing");
+    assert!(db.stats().gc_runs > 0, "{kind:?} index, {case:?}: GC did nothing");
     drop(snapshot);
     drop(db);
 
@@ -247,8 +284,8 @@ fn crash_at_every_io_point_of_gc(case: GcCrashCase) -> Result<()> {
         let _ = collect(&db);
         drop(snapshot);
         env.crash(db, (point % 2 == 0).then_some(point));
-        let ctx = format!("{case:?}: crash after {point} of {total} GC I/O operations");
-        let db = Db::open("/db", env.options(case.options())).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+        let ctx = format!("{kind:?} index, {case:?}: crash after {point} of {total} GC I/O operations");
+        let db = Db::open("/db", env.options(case.options(kind))).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
         assert_eq!(db.get(key(7))?, None, "{ctx}: deleted key resurrected");
         assert_eq!(db.get(b"marker")?.as_deref(), Some(&b"synced"[..]), "{ctx}");
         for k in (0..200u64).filter(|k| *k != 7) {
@@ -265,8 +302,15 @@ fn crash_at_every_io_point_of_gc(case: GcCrashCase) -> Result<()> {
 
 #[test]
 fn segment_ids_are_never_reused_after_gc_deletes_the_newest_segments() -> Result<()> {
+    for kind in index_kinds() {
+        segment_ids_are_never_reused(kind)?;
+    }
+    Ok(())
+}
+
+fn segment_ids_are_never_reused(kind: IndexKind) -> Result<()> {
     let env = CrashEnv::new();
-    let opts = env.options(Options { write_buffer_size: 1 << 20, ..gc_options(GcPolicyKind::Greedy) });
+    let opts = env.options(Options { write_buffer_size: 1 << 20, ..gc_options(kind, GcPolicyKind::Greedy) });
     {
         let db = Db::open("/db", opts.clone())?;
         for i in 0..50 {
@@ -279,31 +323,37 @@ fn segment_ids_are_never_reused_after_gc_deletes_the_newest_segments() -> Result
         // file, the newest included.
         let db = Db::open("/db", opts.clone())?;
         let outcome = db.run_gc()?;
-        assert!(!outcome.segments_released.is_empty());
-        assert!(db.stats().segments.is_empty(), "{:?}", db.stats().segments);
+        assert!(!outcome.segments_released.is_empty(), "{kind:?}: nothing released");
+        assert!(db.stats().segments.is_empty(), "{kind:?}: {:?}", db.stats().segments);
     }
     let db = Db::open("/db", opts.clone())?;
     db.delete_opt(&WriteOptions { sync: true }, key(3))?;
     env.crash(db, None);
     let db = Db::open("/db", opts)?;
-    assert_eq!(db.get(key(3))?, None, "a synced delete written to a reused segment id was never replayed");
-    assert!(db.get(key(4))?.is_some());
+    assert_eq!(db.get(key(3))?, None, "{kind:?}: a synced delete written to a reused segment id was never replayed");
+    assert!(db.get(key(4))?.is_some(), "{kind:?}: key 4 lost");
     Ok(())
 }
 
 #[test]
 fn manual_and_background_gc_never_release_a_segment_twice() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let opts =
-        Options { background_gc: true, gc_garbage_ratio: 0.05, gc_rate_limit: 0, ..gc_options(GcPolicyKind::Greedy) };
-    let db = Db::open(dir.path(), opts)?;
-    let mut last = Vec::new();
-    for _ in 0..4 {
-        last = overwrite(&db, 300, 3)?;
-        db.compact_range(None, None)?;
-        db.run_gc()?;
+    for kind in index_kinds() {
+        let dir = tempfile::tempdir()?;
+        let opts = Options {
+            background_gc: true,
+            gc_garbage_ratio: 0.05,
+            gc_rate_limit: 0,
+            ..gc_options(kind, GcPolicyKind::Greedy)
+        };
+        let db = Db::open(dir.path(), opts)?;
+        let mut last = Vec::new();
+        for _ in 0..4 {
+            last = overwrite(&db, 300, 3)?;
+            db.compact_range(None, None)?;
+            db.run_gc()?;
+        }
+        check(&db, &last, &format!("{kind:?} index, after racing collectors"))?;
     }
-    check(&db, &last, "after racing collectors")?;
     Ok(())
 }
 
@@ -311,26 +361,30 @@ fn manual_and_background_gc_never_release_a_segment_twice() -> Result<()> {
 fn run_gc_ends_when_the_log_is_over_its_space_budget() -> Result<()> {
     // Over the space trigger with only live data left, a run that kept cleaning the log's tail
     // would relocate the same records forever; run_gc must clean what holds garbage and stop.
-    let dir = tempfile::tempdir()?;
-    let opts = Options { gc_space_budget: Some(64 << 10), ..gc_options(GcPolicyKind::Oldest) };
-    let db = Db::open(dir.path(), opts)?;
-    let last = overwrite(&db, 300, 3)?;
-    db.run_gc()?;
-    db.run_gc()?;
-    check(&db, &last, "after gc over budget")?;
+    for kind in index_kinds() {
+        let dir = tempfile::tempdir()?;
+        let opts = Options { gc_space_budget: Some(64 << 10), ..gc_options(kind, GcPolicyKind::Oldest) };
+        let db = Db::open(dir.path(), opts)?;
+        let last = overwrite(&db, 300, 3)?;
+        db.run_gc()?;
+        db.run_gc()?;
+        check(&db, &last, &format!("{kind:?} index, after gc over budget"))?;
+    }
     Ok(())
 }
 
 #[test]
 fn relocations_count_as_engine_writes_not_user_writes() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), gc_options(GcPolicyKind::Greedy))?;
-    overwrite(&db, 300, 4)?;
-    let user_before = db.stats().user_bytes_written;
-    let outcome = db.run_gc()?;
-    assert!(outcome.bytes_relocated > 0, "nothing relocated: {outcome:?}");
-    let stats = db.stats();
-    assert_eq!(stats.user_bytes_written, user_before, "GC rewrites were counted as user writes");
-    assert!(stats.vlog_bytes_written >= user_before + outcome.bytes_relocated);
+    for kind in index_kinds() {
+        let dir = tempfile::tempdir()?;
+        let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?;
+        overwrite(&db, 300, 4)?;
+        let user_before = db.stats().user_bytes_written;
+        let outcome = db.run_gc()?;
+        assert!(outcome.bytes_relocated > 0, "{kind:?}: nothing relocated: {outcome:?}");
+        let stats = db.stats();
+        assert_eq!(stats.user_bytes_written, user_before, "{kind:?}: GC rewrites were counted as user writes");
+        assert!(stats.vlog_bytes_written >= user_before + outcome.bytes_relocated, "{kind:?}: {stats}");
+    }
     Ok(())
 }

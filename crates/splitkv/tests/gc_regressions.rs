@@ -2,30 +2,36 @@
 //! writes lost when a manual compaction raced the write leader, hole punching that corrupted the
 //! log, writers that waited forever for space, space never reclaimed once a snapshot was
 //! released, the MANIFEST listing deleted segments, and a zero-filled tail read as corruption.
+//! Each runs under every index kind.
 
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use common::{dump, key, small_options, value_for, CrashEnv};
+use common::{dump, index_kinds, key, small_options, value_for, CrashEnv};
 use splitkv::filenames::segment_file;
 use splitkv::options::GcPolicyKind;
 use splitkv::version::VersionSet;
 use splitkv::vlog::scan_segment;
-use splitkv::{Db, Error, Options, ReadOptions, Result, WriteOptions};
+use splitkv::{Db, Error, IndexKind, Options, ReadOptions, Result, WriteOptions};
 
-fn gc_options() -> Options {
-    Options { value_threshold: 256, background_gc: false, gc_policy: GcPolicyKind::Greedy, ..small_options(256) }
+fn gc_options(kind: IndexKind) -> Options {
+    Options { value_threshold: 256, background_gc: false, gc_policy: GcPolicyKind::Greedy, ..small_options(kind, 256) }
 }
 
-/// Every segment the MANIFEST lists exists, and scans cleanly with its skipped ranges.
-fn check_log_files(env: &CrashEnv, dir: &str) -> Result<()> {
+/// Every segment the database records exists, and scans cleanly with its skipped ranges.
+fn check_log_files(env: &CrashEnv, kind: IndexKind, dir: &str) -> Result<()> {
     let fs: Arc<dyn splitkv::fs::FileSystem> = Arc::new(env.mem.clone());
-    let versions = VersionSet::recover(Arc::clone(&fs), dir.as_ref(), Options::default().num_levels)?;
-    for (id, meta) in versions.segments() {
+    // Where the segment list is recorded is up to the index kind; a new kind adds its arm here.
+    let segments = match kind {
+        IndexKind::Lsm => {
+            VersionSet::recover(Arc::clone(&fs), dir.as_ref(), Options::default().num_levels)?.segments().clone()
+        }
+    };
+    for (id, meta) in &segments {
         let path = segment_file(dir.as_ref(), *id);
-        assert!(fs.exists(&path), "segment {id} listed in the MANIFEST is missing");
+        assert!(fs.exists(&path), "{kind:?}: segment {id} the database records is missing");
         for item in scan_segment(fs.as_ref(), &path, &meta.skipped)? {
             item?;
         }
@@ -38,36 +44,47 @@ fn compact_range_racing_sync_writes_loses_no_acknowledged_write() -> Result<()> 
     // `compact_range` used to freeze the memtable itself, outside the write leader: records
     // appended before the freeze but applied after it landed behind the new memtable's log
     // start, and the next flush recorded a log head past them.
-    for round in 0..8u64 {
-        let env = CrashEnv::new();
-        let db = Arc::new(Db::open("/db", env.options(gc_options()))?);
-        let acked = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let writer = {
-            let (db, acked, stop) = (Arc::clone(&db), Arc::clone(&acked), Arc::clone(&stop));
-            std::thread::spawn(move || {
-                let mut i = 0u64;
-                while !stop.load(Ordering::Acquire) && i < 3000 {
-                    if db.put_opt(&WriteOptions { sync: true }, key(i), value_for(i + round, 300)).is_err() {
-                        break;
-                    }
-                    i += 1;
-                    acked.store(i, Ordering::Release);
+    for kind in index_kinds() {
+        for round in 0..8u64 {
+            compact_range_racing_sync_writes(kind, round)?;
+        }
+    }
+    Ok(())
+}
+
+fn compact_range_racing_sync_writes(kind: IndexKind, round: u64) -> Result<()> {
+    let env = CrashEnv::new();
+    let db = Arc::new(Db::open("/db", env.options(gc_options(kind)))?);
+    let acked = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, acked, stop) = (Arc::clone(&db), Arc::clone(&acked), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Acquire) && i < 3000 {
+                if db.put_opt(&WriteOptions { sync: true }, key(i), value_for(i + round, 300)).is_err() {
+                    break;
                 }
-            })
-        };
-        for _ in 0..20 {
-            db.compact_range(None, None)?;
-        }
-        stop.store(true, Ordering::Release);
-        writer.join().expect("writer thread");
-        let acked = acked.load(Ordering::Acquire);
-        let db = Arc::into_inner(db).expect("sole handle");
-        env.crash(db, Some(round));
-        let db = Db::open("/db", env.options(gc_options()))?;
-        for i in 0..acked {
-            assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(i + round, 300)), "round {round} key {i}");
-        }
+                i += 1;
+                acked.store(i, Ordering::Release);
+            }
+        })
+    };
+    for _ in 0..20 {
+        db.compact_range(None, None)?;
+    }
+    stop.store(true, Ordering::Release);
+    writer.join().expect("writer thread");
+    let acked = acked.load(Ordering::Acquire);
+    let db = Arc::into_inner(db).expect("sole handle");
+    env.crash(db, Some(round));
+    let db = Db::open("/db", env.options(gc_options(kind)))?;
+    for i in 0..acked {
+        assert_eq!(
+            db.get(key(i))?.map(|v| v.to_vec()),
+            Some(value_for(i + round, 300)),
+            "{kind:?}: round {round} key {i}"
+        );
     }
     Ok(())
 }
@@ -76,8 +93,15 @@ fn compact_range_racing_sync_writes_loses_no_acknowledged_write() -> Result<()> 
 fn hole_punching_twice_keeps_every_segment_readable() -> Result<()> {
     // Punched ranges read back as zeros; the second GC run used to scan them and fail with a
     // body checksum mismatch, and `verify` and `dump` reported them as damage.
+    for kind in index_kinds() {
+        hole_punching_twice(kind)?;
+    }
+    Ok(())
+}
+
+fn hole_punching_twice(kind: IndexKind) -> Result<()> {
     let env = CrashEnv::new();
-    let opts = env.options(Options { gc_punch_holes: true, ..gc_options() });
+    let opts = env.options(Options { gc_punch_holes: true, ..gc_options(kind) });
     let db = Db::open("/db", opts.clone())?;
     let mut punched = 0;
     for round in 0..4u64 {
@@ -86,16 +110,16 @@ fn hole_punching_twice_keeps_every_segment_readable() -> Result<()> {
         }
         punched += db.run_gc()?.bytes_punched;
         punched += db.run_gc()?.bytes_punched;
-        check_log_files(&env, "/db")?;
+        check_log_files(&env, kind, "/db")?;
     }
-    assert!(punched > 0, "nothing was punched");
+    assert!(punched > 0, "{kind:?}: nothing was punched");
     drop(db);
     let db = Db::open("/db", opts)?;
     db.run_gc()?;
     let all = dump(&db);
-    assert_eq!(all.len(), 300);
+    assert_eq!(all.len(), 300, "{kind:?}");
     for (k, (_, value)) in all.iter().enumerate() {
-        assert_eq!(value, &value_for(3000 + k as u64, 700), "key {k}");
+        assert_eq!(value, &value_for(3000 + k as u64, 700), "{kind:?}: key {k}");
     }
     Ok(())
 }
@@ -105,6 +129,13 @@ fn writer_over_the_space_budget_gets_an_error_instead_of_waiting_forever() -> Re
     // With a budget and hole punching, the budget counted logical lengths, so punched space never
     // counted as freed and a sync write blocked for good. Live data beyond the budget must now
     // end the wait with `NoSpace`.
+    for kind in index_kinds() {
+        writer_over_the_space_budget(kind)?;
+    }
+    Ok(())
+}
+
+fn writer_over_the_space_budget(kind: IndexKind) -> Result<()> {
     let env = CrashEnv::new();
     let budget = 1 << 20;
     let opts = env.options(Options {
@@ -112,7 +143,7 @@ fn writer_over_the_space_budget_gets_an_error_instead_of_waiting_forever() -> Re
         gc_space_budget: Some(budget),
         background_gc: true,
         gc_rate_limit: 0,
-        ..gc_options()
+        ..gc_options(kind)
     });
     let db = Db::open("/db", opts)?;
     let mut refused = None;
@@ -126,12 +157,12 @@ fn writer_over_the_space_budget_gets_an_error_instead_of_waiting_forever() -> Re
             }
         }
     }
-    let (at, err) = refused.expect("writes beyond the budget were all accepted");
-    assert!(matches!(err, Error::NoSpace(_)), "expected NoSpace, got {err}");
-    assert!(err.to_string().contains("budget"), "the error should say why: {err}");
+    let (at, err) = refused.unwrap_or_else(|| panic!("{kind:?}: writes beyond the budget were all accepted"));
+    assert!(matches!(err, Error::NoSpace(_)), "{kind:?}: expected NoSpace, got {err}");
+    assert!(err.to_string().contains("budget"), "{kind:?}: the error should say why: {err}");
     // What was accepted is intact.
     for i in (0..at).step_by(97) {
-        assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(i, 700)), "key {i}");
+        assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(i, 700)), "{kind:?}: key {i}");
     }
     Ok(())
 }
@@ -140,15 +171,17 @@ fn writer_over_the_space_budget_gets_an_error_instead_of_waiting_forever() -> Re
 fn space_is_reclaimed_once_the_snapshot_that_held_it_is_released() -> Result<()> {
     // Garbage used to become known only when compaction dropped a version; once the snapshot
     // was gone nothing dropped them, and 3x the live data stayed on disk.
-    for punch_holes in [false, true] {
-        space_is_reclaimed_after_snapshot_release(punch_holes)?;
+    for kind in index_kinds() {
+        for punch_holes in [false, true] {
+            space_is_reclaimed_after_snapshot_release(kind, punch_holes)?;
+        }
     }
     Ok(())
 }
 
-fn space_is_reclaimed_after_snapshot_release(punch_holes: bool) -> Result<()> {
+fn space_is_reclaimed_after_snapshot_release(kind: IndexKind, punch_holes: bool) -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let opts = Options { value_threshold: 0, segment_size: 1 << 20, gc_punch_holes: punch_holes, ..gc_options() };
+    let opts = Options { value_threshold: 0, segment_size: 1 << 20, gc_punch_holes: punch_holes, ..gc_options(kind) };
     let db = Db::open(dir.path(), opts.clone())?;
     let keys = 2000u64;
     for k in 0..keys {
@@ -179,7 +212,7 @@ fn space_is_reclaimed_after_snapshot_release(punch_holes: bool) -> Result<()> {
     let amplification = stats.disk_bytes as f64 / live as f64;
     assert!(
         amplification <= 1.1,
-        "punch holes {punch_holes}: space amplification {amplification:.2} ({} on disk, {live} live)\n{stats}",
+        "{kind:?} index, punch holes {punch_holes}: space amplification {amplification:.2} ({} on disk, {live} live)\n{stats}",
         stats.disk_bytes
     );
     Ok(())
@@ -189,8 +222,15 @@ fn space_is_reclaimed_after_snapshot_release(punch_holes: bool) -> Result<()> {
 fn manifest_never_lists_a_segment_gc_deleted_while_writers_flush() -> Result<()> {
     // A flush computed "segments created since the last edit" as every segment the MANIFEST did
     // not list, which included a victim GC had just recorded as removed but not yet deleted.
+    for kind in index_kinds() {
+        no_deleted_segment_listed_while_writers_flush(kind)?;
+    }
+    Ok(())
+}
+
+fn no_deleted_segment_listed_while_writers_flush(kind: IndexKind) -> Result<()> {
     let env = CrashEnv::new();
-    let opts = env.options(gc_options());
+    let opts = env.options(gc_options(kind));
     let db = Arc::new(Db::open("/db", opts.clone())?);
     std::thread::scope(|s| -> Result<()> {
         let writers: Vec<_> = (0..4u64)
@@ -215,7 +255,7 @@ fn manifest_never_lists_a_segment_gc_deleted_while_writers_flush() -> Result<()>
     })?;
     db.run_gc()?;
     drop(Arc::into_inner(db).expect("sole handle"));
-    check_log_files(&env, "/db")?;
+    check_log_files(&env, kind, "/db")?;
     Db::open("/db", opts)?;
     Ok(())
 }
@@ -223,8 +263,15 @@ fn manifest_never_lists_a_segment_gc_deleted_while_writers_flush() -> Result<()>
 #[test]
 fn zero_filled_tail_of_the_newest_segment_is_a_torn_tail() -> Result<()> {
     // ext4 can leave the newest file's unsynced tail as zeros after a power loss.
+    for kind in index_kinds() {
+        zero_filled_tail_is_a_torn_tail(kind)?;
+    }
+    Ok(())
+}
+
+fn zero_filled_tail_is_a_torn_tail(kind: IndexKind) -> Result<()> {
     let env = CrashEnv::new();
-    let opts = env.options(gc_options());
+    let opts = env.options(gc_options(kind));
     {
         let db = Db::open("/db", opts.clone())?;
         for i in 0..50 {
@@ -239,7 +286,7 @@ fn zero_filled_tail_of_the_newest_segment_is_a_torn_tail() -> Result<()> {
     drop(file);
     let db = Db::open("/db", opts)?;
     for i in 0..50 {
-        assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(i, 400)), "key {i}");
+        assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(i, 400)), "{kind:?}: key {i}");
     }
     db.put(b"after", b"reopen")?;
     Ok(())

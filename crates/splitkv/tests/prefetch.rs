@@ -6,6 +6,7 @@
 //! page cache: the cursor copies them itself) and on an in-memory one that reports every file as
 //! uncached (values go through the prefetch pool). GC relocates values under open cursors here
 //! and in the model test (`tests/model.rs`), whose scans also alternate between the two paths.
+//! Every scenario runs under every index kind.
 
 mod common;
 
@@ -14,11 +15,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::{key, small_options, value_for, THRESHOLDS};
+use common::{index_kinds, key, matrix, small_options, value_for, Case};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use splitkv::fs::{FileSystem, MemFileSystem};
-use splitkv::{Db, DbIterator, Options, ReadOptions, Result};
+use splitkv::{Db, DbIterator, IndexKind, Options, ReadOptions, Result};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -57,8 +58,8 @@ fn current(it: &DbIterator) -> Option<(Vec<u8>, Vec<u8>)> {
     it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
 }
 
-fn options(threshold: usize, prefetch_threads: usize) -> Options {
-    Options { prefetch_threads, ..small_options(threshold) }
+fn options(kind: IndexKind, threshold: usize, prefetch_threads: usize) -> Options {
+    Options { prefetch_threads, ..small_options(kind, threshold) }
 }
 
 /// Where a scenario's database lives.
@@ -195,10 +196,10 @@ fn compare_cursors(
     Ok(())
 }
 
-fn run_random_case(seed: u64, threshold: usize, prefetch_threads: usize, storage: Storage) -> Result<()> {
-    let ctx = format!("seed {seed} threshold {threshold} threads {prefetch_threads} {storage:?}");
+fn run_random_case(seed: u64, case: Case, prefetch_threads: usize, storage: Storage) -> Result<()> {
+    let ctx = format!("seed {seed} {case} threads {prefetch_threads} {storage:?}");
     let mut rng = SmallRng::seed_from_u64(seed);
-    let (db, _dir) = storage.open(options(threshold, prefetch_threads))?;
+    let (db, _dir) = storage.open(options(case.kind, case.threshold, prefetch_threads))?;
     let mut live = Model::new();
     let mut snapshots = Vec::new();
     for round in 0..6 {
@@ -226,9 +227,9 @@ fn run_random_case(seed: u64, threshold: usize, prefetch_threads: usize, storage
 #[test]
 fn prefetching_cursors_match_plain_cursors_and_the_model() -> Result<()> {
     for seed in 1..=3u64 {
-        for threshold in THRESHOLDS {
+        for case in matrix() {
             for (threads, storage) in [(0, Storage::Os), (3, Storage::Os), (3, Storage::Uncached)] {
-                run_random_case(seed * 1000 + threshold.min(9999) as u64, threshold, threads, storage)?;
+                run_random_case(seed * 1000 + case.threshold.min(9999) as u64, case, threads, storage)?;
             }
         }
     }
@@ -237,14 +238,16 @@ fn prefetching_cursors_match_plain_cursors_and_the_model() -> Result<()> {
 
 #[test]
 fn bounded_ranges_match_with_and_without_prefetch() -> Result<()> {
-    for storage in [Storage::Os, Storage::Uncached] {
-        bounded_ranges_match(storage)?;
+    for kind in index_kinds() {
+        for storage in [Storage::Os, Storage::Uncached] {
+            bounded_ranges_match(kind, storage)?;
+        }
     }
     Ok(())
 }
 
-fn bounded_ranges_match(storage: Storage) -> Result<()> {
-    let (db, _dir) = storage.open(options(0, 2))?;
+fn bounded_ranges_match(kind: IndexKind, storage: Storage) -> Result<()> {
+    let (db, _dir) = storage.open(options(kind, 0, 2))?;
     for i in 0..2000 {
         db.put(key(i), value_for(i, 100 + (i as usize % 7) * 300))?;
     }
@@ -258,23 +261,29 @@ fn bounded_ranges_match(storage: Storage) -> Result<()> {
     };
     let want: Vec<_> =
         (150..1700).filter(|i| i % 3 != 0).map(|i| (key(i), value_for(i, 100 + (i as usize % 7) * 300))).collect();
-    assert_eq!(collect(true, false)?, want);
-    assert_eq!(collect(false, false)?, want);
+    assert_eq!(collect(true, false)?, want, "{kind:?} {storage:?}: prefetching range");
+    assert_eq!(collect(false, false)?, want, "{kind:?} {storage:?}: plain range");
     let keys: Vec<_> = collect(true, true)?.into_iter().map(|(k, v)| (k, v.is_empty())).collect();
-    assert_eq!(keys, want.iter().map(|(k, _)| (k.clone(), true)).collect::<Vec<_>>());
+    assert_eq!(
+        keys,
+        want.iter().map(|(k, _)| (k.clone(), true)).collect::<Vec<_>>(),
+        "{kind:?} {storage:?}: key-only range"
+    );
     Ok(())
 }
 
 #[test]
 fn scan_under_concurrent_writers_sees_exactly_its_snapshot() -> Result<()> {
-    for storage in [Storage::Os, Storage::Uncached] {
-        scan_under_concurrent_writers(storage)?;
+    for kind in index_kinds() {
+        for storage in [Storage::Os, Storage::Uncached] {
+            scan_under_concurrent_writers(kind, storage)?;
+        }
     }
     Ok(())
 }
 
-fn scan_under_concurrent_writers(storage: Storage) -> Result<()> {
-    let (db, _dir) = storage.open(options(0, 4))?;
+fn scan_under_concurrent_writers(kind: IndexKind, storage: Storage) -> Result<()> {
+    let (db, _dir) = storage.open(options(kind, 0, 4))?;
     let db = Arc::new(db);
     for i in 0..3000 {
         db.put(key(i), value_for(i, 600))?;
@@ -325,10 +334,10 @@ fn scan_under_concurrent_writers(storage: Storage) -> Result<()> {
                 plain.prev()?
             }
         }
-        assert_eq!(a.len(), b.len(), "round {round}");
-        assert!(a == b, "round {round}: prefetching scan differs from the plain scan");
+        assert_eq!(a.len(), b.len(), "{kind:?} {storage:?} round {round}");
+        assert!(a == b, "{kind:?} {storage:?} round {round}: prefetching scan differs from the plain scan");
         if round == 0 {
-            assert_eq!(a.len(), 3000);
+            assert_eq!(a.len(), 3000, "{kind:?} {storage:?}: scan before the writers started");
         }
     }
     stop.store(true, Ordering::Relaxed);
@@ -337,7 +346,7 @@ fn scan_under_concurrent_writers(storage: Storage) -> Result<()> {
 }
 
 /// Scans until the first error; returns the keys seen before it and whether one occurred.
-fn scan_until_error(db: &Db, prefetch: bool, forward: bool) -> (Vec<Vec<u8>>, bool) {
+fn scan_until_error(db: &Db, prefetch: bool, forward: bool, ctx: &str) -> (Vec<Vec<u8>>, bool) {
     let mut seen = Vec::new();
     let Ok(mut it) = db.iter(ReadOptions { prefetch, fill_cache: false, ..ReadOptions::default() }) else {
         return (seen, true);
@@ -345,7 +354,7 @@ fn scan_until_error(db: &Db, prefetch: bool, forward: bool) -> (Vec<Vec<u8>>, bo
     let mut moved = if forward { it.seek_to_first() } else { it.seek_to_last() };
     loop {
         if let Err(e) = moved {
-            assert!(e.is_corruption(), "unexpected error: {e}");
+            assert!(e.is_corruption(), "{ctx}: unexpected error: {e}");
             return (seen, true);
         }
         if !it.valid() {
@@ -358,8 +367,15 @@ fn scan_until_error(db: &Db, prefetch: bool, forward: bool) -> (Vec<Vec<u8>>, bo
 
 #[test]
 fn damaged_value_surfaces_at_the_same_key_with_and_without_prefetch() -> Result<()> {
+    for kind in index_kinds() {
+        damaged_value_surfaces_at_the_same_key(kind)?;
+    }
+    Ok(())
+}
+
+fn damaged_value_surfaces_at_the_same_key(kind: IndexKind) -> Result<()> {
     let mem = MemFileSystem::new();
-    let opts = Options { fs: Arc::new(mem.clone()), ..options(0, 2) };
+    let opts = Options { fs: Arc::new(mem.clone()), ..options(kind, 0, 2) };
     let db = Db::open("/db", opts)?;
     for i in 0..500 {
         db.put(key(i), value_for(i, 1000))?;
@@ -370,25 +386,28 @@ fn damaged_value_surfaces_at_the_same_key_with_and_without_prefetch() -> Result<
     mem.flip_byte(&path, mem.file_size(&path)? / 3)?;
     for (forward, uncached) in [(true, false), (false, false), (true, true), (false, true)] {
         mem.set_uncached(uncached);
-        let plain = scan_until_error(&db, false, forward);
-        let fast = scan_until_error(&db, true, forward);
-        assert!(plain.1, "the damage must be reported");
-        assert_eq!(fast, plain, "forward {forward} uncached {uncached}");
+        let ctx = format!("{kind:?} forward {forward} uncached {uncached}");
+        let plain = scan_until_error(&db, false, forward, &ctx);
+        let fast = scan_until_error(&db, true, forward, &ctx);
+        assert!(plain.1, "{ctx}: the damage must be reported");
+        assert_eq!(fast, plain, "{ctx}");
     }
     Ok(())
 }
 
 #[test]
 fn short_scans_after_seeks_match() -> Result<()> {
-    for storage in [Storage::Os, Storage::Uncached] {
-        short_scans_after_seeks(storage)?;
+    for kind in index_kinds() {
+        for storage in [Storage::Os, Storage::Uncached] {
+            short_scans_after_seeks(kind, storage)?;
+        }
     }
     Ok(())
 }
 
-fn short_scans_after_seeks(storage: Storage) -> Result<()> {
+fn short_scans_after_seeks(kind: IndexKind, storage: Storage) -> Result<()> {
     // Like YCSB E: seek, then a few nexts; read-ahead starts and is abandoned constantly.
-    let (db, _dir) = storage.open(options(0, 2))?;
+    let (db, _dir) = storage.open(options(kind, 0, 2))?;
     for i in 0..3000 {
         db.put(key(i * 2), value_for(i, 500))?;
     }
@@ -400,10 +419,14 @@ fn short_scans_after_seeks(storage: Storage) -> Result<()> {
         let first = start.div_ceil(2);
         for expected in first..first + rng.gen_range(1..100) {
             if expected >= 3000 {
-                assert!(!it.valid());
+                assert!(!it.valid(), "{kind:?} {storage:?}: cursor went past the last key");
                 break;
             }
-            assert_eq!(current(&it), Some((key(expected * 2), value_for(expected, 500))));
+            assert_eq!(
+                current(&it),
+                Some((key(expected * 2), value_for(expected, 500))),
+                "{kind:?} {storage:?}: seek to {start}"
+            );
             it.next()?;
         }
     }
@@ -412,56 +435,63 @@ fn short_scans_after_seeks(storage: Storage) -> Result<()> {
 
 #[test]
 fn cursors_read_on_through_gc_relocations_and_overwrites() -> Result<()> {
-    for (storage, forward) in
-        [(Storage::Os, true), (Storage::Os, false), (Storage::Uncached, true), (Storage::Uncached, false)]
-    {
-        let (db, _dir) = storage.open(Options { background_gc: false, ..options(0, 3) })?;
-        let n = 3000u64;
-        // Half the keys overwritten once: every segment holds garbage and live values to move.
-        for i in 0..n {
-            db.put(key(i), value_for(i, 300))?;
+    for kind in index_kinds() {
+        for (storage, forward) in
+            [(Storage::Os, true), (Storage::Os, false), (Storage::Uncached, true), (Storage::Uncached, false)]
+        {
+            cursors_read_on_through_gc(kind, storage, forward)?;
         }
-        for i in (0..n).step_by(2) {
-            db.put(key(i), value_for(i + n, 300))?;
+    }
+    Ok(())
+}
+
+fn cursors_read_on_through_gc(kind: IndexKind, storage: Storage, forward: bool) -> Result<()> {
+    let (db, _dir) = storage.open(Options { background_gc: false, ..options(kind, 0, 3) })?;
+    let n = 3000u64;
+    // Half the keys overwritten once: every segment holds garbage and live values to move.
+    for i in 0..n {
+        db.put(key(i), value_for(i, 300))?;
+    }
+    for i in (0..n).step_by(2) {
+        db.put(key(i), value_for(i + n, 300))?;
+    }
+    let expected: Vec<_> = (0..n).map(|i| (key(i), value_for(if i % 2 == 0 { i + n } else { i }, 300))).collect();
+    let mut fast = db.iter(ReadOptions { prefetch: true, ..ReadOptions::default() })?;
+    let mut plain = db.iter(ReadOptions { prefetch: false, ..ReadOptions::default() })?;
+    let mut seen = [Vec::new(), Vec::new()];
+    for (it, seen) in [&mut fast, &mut plain].into_iter().zip(&mut seen) {
+        if forward {
+            it.seek_to_first()?;
+        } else {
+            it.seek_to_last()?;
         }
-        let expected: Vec<_> = (0..n).map(|i| (key(i), value_for(if i % 2 == 0 { i + n } else { i }, 300))).collect();
-        let mut fast = db.iter(ReadOptions { prefetch: true, ..ReadOptions::default() })?;
-        let mut plain = db.iter(ReadOptions { prefetch: false, ..ReadOptions::default() })?;
-        let mut seen = [Vec::new(), Vec::new()];
+        seen.push(current(it));
+    }
+    for step in 1..n {
+        if step == 700 {
+            // Overwrite a third of the keys and collect: GC relocates the live values of
+            // the cursors' segments to new ones while both cursors are mid-scan.
+            for i in (0..n).step_by(3) {
+                db.put(key(i), b"overwritten")?;
+            }
+            let outcome = db.run_gc()?;
+            assert!(outcome.records_relocated > 0, "{kind:?} {storage:?}: GC relocated nothing: {outcome:?}");
+        }
         for (it, seen) in [&mut fast, &mut plain].into_iter().zip(&mut seen) {
             if forward {
-                it.seek_to_first()?;
+                it.next()?;
             } else {
-                it.seek_to_last()?;
+                it.prev()?;
             }
             seen.push(current(it));
         }
-        for step in 1..n {
-            if step == 700 {
-                // Overwrite a third of the keys and collect: GC relocates the live values of
-                // the cursors' segments to new ones while both cursors are mid-scan.
-                for i in (0..n).step_by(3) {
-                    db.put(key(i), b"overwritten")?;
-                }
-                let outcome = db.run_gc()?;
-                assert!(outcome.records_relocated > 0, "{storage:?}: GC relocated nothing: {outcome:?}");
-            }
-            for (it, seen) in [&mut fast, &mut plain].into_iter().zip(&mut seen) {
-                if forward {
-                    it.next()?;
-                } else {
-                    it.prev()?;
-                }
-                seen.push(current(it));
-            }
-        }
-        let [fast_seen, plain_seen] = seen;
-        let mut want: Vec<_> = expected.into_iter().map(Some).collect();
-        if !forward {
-            want.reverse();
-        }
-        assert!(plain_seen == want, "{storage:?} forward {forward}: plain cursor differs from its snapshot");
-        assert!(fast_seen == want, "{storage:?} forward {forward}: prefetching cursor differs from its snapshot");
     }
+    let [fast_seen, plain_seen] = seen;
+    let mut want: Vec<_> = expected.into_iter().map(Some).collect();
+    if !forward {
+        want.reverse();
+    }
+    assert!(plain_seen == want, "{kind:?} {storage:?} forward {forward}: plain cursor differs from its snapshot");
+    assert!(fast_seen == want, "{kind:?} {storage:?} forward {forward}: prefetching cursor differs from its snapshot");
     Ok(())
 }

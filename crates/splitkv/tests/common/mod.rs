@@ -1,19 +1,67 @@
-//! Shared helpers for scenario tests: the option matrix, small sizes that make flushes,
-//! compactions and segment rotations happen with little data, and a crashable environment.
+//! Shared helpers for scenario tests: the option matrix (index kind x value threshold), small
+//! sizes that make flushes, compactions and segment rotations happen with little data, and a
+//! crashable environment.
 #![allow(dead_code)]
 
+use std::fmt;
 use std::sync::Arc;
 
 use splitkv::fs::{Fault, FaultInjectingFileSystem, FaultKind, MemFileSystem};
-use splitkv::{Db, Options};
+use splitkv::{Db, IndexKind, Options};
+
+/// Index kinds every scenario runs against.
+///
+/// Add the persistent hash index (`IndexKind::Hash { .. }`) here when it exists: every scenario
+/// that loops over this list or over [`matrix`] then runs against it as well. Scenarios that
+/// only make sense for the LSM-tree (compaction policies, level shapes, SSTable and MANIFEST
+/// damage) use `IndexKind::Lsm` or [`lsm_matrix`] instead, with a comment saying why.
+pub fn index_kinds() -> Vec<IndexKind> {
+    vec![IndexKind::Lsm]
+}
 
 /// Value thresholds every core scenario runs under: separate everything, separate values of
 /// 1 KiB and more, separate nothing.
 pub const THRESHOLDS: [usize; 3] = [0, 1024, usize::MAX];
 
-/// Options with tiny memtables, segments, files and levels.
-pub fn small_options(value_threshold: usize) -> Options {
+/// One cell of the core scenario matrix. Its `Display` form (`Lsm index, threshold 1024`)
+/// names the cell in assertion messages.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    pub kind: IndexKind,
+    pub threshold: usize,
+}
+
+impl Case {
+    /// [`small_options`] for this cell.
+    pub fn options(self) -> Options {
+        small_options(self.kind, self.threshold)
+    }
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} index, threshold ", self.kind)?;
+        match self.threshold {
+            usize::MAX => write!(f, "max"),
+            t => write!(f, "{t}"),
+        }
+    }
+}
+
+/// Every index kind under every value threshold.
+pub fn matrix() -> Vec<Case> {
+    index_kinds().into_iter().flat_map(|kind| THRESHOLDS.map(|threshold| Case { kind, threshold })).collect()
+}
+
+/// Every value threshold under the LSM index alone, for scenarios that only make sense for it.
+pub fn lsm_matrix() -> Vec<Case> {
+    THRESHOLDS.map(|threshold| Case { kind: IndexKind::Lsm, threshold }).to_vec()
+}
+
+/// Options for index `kind` with tiny memtables, segments, files and levels.
+pub fn small_options(kind: IndexKind, value_threshold: usize) -> Options {
     Options {
+        index: kind,
         value_threshold,
         write_buffer_size: 32 << 10,
         segment_size: 128 << 10,
