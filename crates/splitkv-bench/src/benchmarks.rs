@@ -1,0 +1,459 @@
+//! What each benchmark does: the workload shapes db_bench gives every benchmark name, the
+//! per-thread operation loops (writes, reads, scans, deletes, YCSB), and the live-data tracking
+//! that space amplification divides by. The runner in `main.rs` decides order, threads and
+//! reporting.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::engines::{BenchResult, Direction, Engine, WriteOp};
+use crate::flags::Flags;
+use crate::keys::{KeyBuffer, LevelDbRandom};
+use crate::report::OpStats;
+use crate::values::ValueGenerator;
+use crate::ycsb::{self, InsertCounter, KeyChooser, Operation, SplitMix64};
+
+/// Operation counts and sizes for one benchmark (db_bench resets these before each one).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Workload {
+    pub(crate) num: u64,
+    pub(crate) reads: u64,
+    pub(crate) value_size: usize,
+    pub(crate) entries_per_batch: usize,
+    pub(crate) sync: bool,
+}
+
+/// The size of every record a run has written, indexed by key number, so that space
+/// amplification can divide by the live data. Writers store with relaxed atomics; the total is
+/// read after the benchmark's threads have joined.
+pub(crate) struct LiveSet {
+    pub(crate) bytes_by_key: Vec<AtomicU32>,
+    /// A key number beyond the capacity was written: the total is then unknown.
+    pub(crate) overflowed: std::sync::atomic::AtomicBool,
+}
+
+impl LiveSet {
+    pub(crate) fn new(capacity: u64) -> Self {
+        LiveSet {
+            bytes_by_key: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
+            overflowed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Records that key number `k` now holds `bytes` of key + value (0 after a delete).
+    pub(crate) fn set(&self, k: u64, bytes: usize) {
+        match usize::try_from(k).ok().and_then(|k| self.bytes_by_key.get(k)) {
+            Some(slot) => slot.store(u32::try_from(bytes).unwrap_or(u32::MAX), Ordering::Relaxed),
+            None => self.overflowed.store(true, Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn clear(&self) {
+        self.bytes_by_key.iter().for_each(|slot| slot.store(0, Ordering::Relaxed));
+        self.overflowed.store(false, Ordering::Relaxed);
+    }
+
+    pub(crate) fn total(&self) -> Option<u64> {
+        if self.overflowed.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(self.bytes_by_key.iter().map(|slot| u64::from(slot.load(Ordering::Relaxed))).sum())
+    }
+}
+
+/// State that lives across benchmarks: what is in the database, per key space.
+pub(crate) struct Tracking {
+    /// Keys of the db_bench benchmarks.
+    pub(crate) db_bench: LiveSet,
+    /// YCSB records, by key number.
+    pub(crate) ycsb: LiveSet,
+    /// YCSB's insert key sequence.
+    pub(crate) ycsb_inserts: InsertCounter,
+    /// False when the run began on an existing database whose contents the harness never saw.
+    pub(crate) live_known: bool,
+}
+
+/// What every thread of a benchmark shares, read-only (apart from the atomic tracking).
+pub(crate) struct Context<'a> {
+    pub(crate) engine: &'a dyn Engine,
+    pub(crate) flags: &'a Flags,
+    pub(crate) workload: Workload,
+    pub(crate) threads: usize,
+    pub(crate) ycsb_workload: Option<ycsb::Workload>,
+    pub(crate) tracking: &'a Tracking,
+}
+
+/// One thread's private state.
+pub(crate) struct ThreadState {
+    pub(crate) index: usize,
+    pub(crate) rand: LevelDbRandom,
+    pub(crate) ycsb_rand: SplitMix64,
+    pub(crate) stats: OpStats,
+}
+
+pub(crate) type Method = fn(&Context<'_>, &mut ThreadState) -> BenchResult<()>;
+
+/// How a benchmark name maps to work.
+pub(crate) struct Plan {
+    pub(crate) method: Option<Method>,
+    pub(crate) fresh_db: bool,
+    /// Set for YCSB benchmarks: they run on `--ycsb_threads`; `None` inside is the load phase.
+    pub(crate) ycsb: Option<Option<ycsb::Workload>>,
+}
+
+/// Chooses the method for `name` and adjusts the workload as db_bench does; `None` for an
+/// unknown name.
+pub(crate) fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
+    let run = |method: Method| Some(Plan { method: Some(method), fresh_db: false, ycsb: None });
+    let fill = |method: Method| Some(Plan { method: Some(method), fresh_db: true, ycsb: None });
+    if name == "ycsb_load" {
+        return Some(Plan { method: Some(ycsb_load), fresh_db: true, ycsb: Some(None) });
+    }
+    if let Some(letter) = name.strip_prefix("ycsb_") {
+        let mut chars = letter.chars();
+        let workload = match (chars.next(), chars.next()) {
+            (Some(letter), None) => ycsb::Workload::core(letter)?,
+            _ => return None,
+        };
+        return Some(Plan { method: Some(ycsb_run), fresh_db: false, ycsb: Some(Some(workload)) });
+    }
+    match name {
+        "fillseq" => fill(write_seq),
+        "fillbatch" => {
+            workload.entries_per_batch = 1000;
+            fill(write_seq)
+        }
+        "fillrandom" => fill(write_random),
+        "overwrite" => run(write_random),
+        "fillsync" => {
+            workload.num /= 1000;
+            workload.sync = true;
+            fill(write_random)
+        }
+        "fill100K" => {
+            workload.num /= 1000;
+            // db_bench's "100K" is 100 * 1000 bytes.
+            workload.value_size = 100 * 1000;
+            fill(write_random)
+        }
+        "readseq" => run(read_sequential),
+        "readreverse" => run(read_reverse),
+        "readrandom" => run(read_random),
+        "readmissing" => run(read_missing),
+        "seekrandom" => run(seek_random),
+        "scanrandom" => run(scan_random),
+        "readhot" => run(read_hot),
+        "readrandomsmall" => {
+            workload.reads /= 1000;
+            run(read_random)
+        }
+        "deleteseq" => run(delete_seq),
+        "deletefraction" => run(delete_fraction),
+        "deleterandom" => run(delete_random),
+        "compact" => run(compact),
+        "gc" => run(collect_garbage),
+        "stats" => Some(Plan { method: None, fresh_db: false, ycsb: None }),
+        _ => None,
+    }
+}
+
+/// Operations benchmark `name` should finish over all its threads, for the progress bar's length;
+/// `None` where the count is not known in advance (a single long call, like `compact`).
+pub(crate) fn expected_ops(name: &str, workload: &Workload, threads: usize, flags: &Flags) -> Option<u64> {
+    let threads = threads as u64;
+    match name {
+        "ycsb_load" => Some(flags.ycsb_records),
+        _ if name.starts_with("ycsb_") => Some(flags.ycsb_ops),
+        "compact" | "gc" | "stats" => None,
+        // Spread over the threads, key `k` goes when `k % 100 < percent`.
+        "deletefraction" => Some(workload.num * u64::from(flags.delete_percent) / 100),
+        // Each thread walks at most the whole key space.
+        "readseq" | "readreverse" => Some(workload.reads.min(workload.num) * threads),
+        _ if name.starts_with("fill") || name.starts_with("delete") || name == "overwrite" => {
+            Some(workload.num * threads)
+        }
+        _ => Some(workload.reads * threads),
+    }
+}
+
+pub(crate) fn write_seq(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    do_write(ctx, thread, true)
+}
+
+pub(crate) fn write_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    do_write(ctx, thread, false)
+}
+
+pub(crate) fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> BenchResult<()> {
+    let w = ctx.workload;
+    if w.num != u64::from(ctx.flags.num) {
+        thread.stats.add_message(&format!("({} ops)", w.num));
+    }
+    let mut values = ValueGenerator::new(ctx.flags.compression_ratio);
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut bytes = 0u64;
+    let batch_len = w.entries_per_batch as u64;
+    let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(w.entries_per_batch);
+    let mut i = 0u64;
+    while i < w.num {
+        let mut next_key = |j: u64| if sequential { i + j } else { u64::from(thread.rand.uniform(ctx.flags.num)) };
+        if batch_len == 1 {
+            let k = next_key(0);
+            ctx.engine.put(key.set(k), values.generate(w.value_size), w.sync)?;
+            bytes += (w.value_size + key.len()) as u64;
+            ctx.tracking.db_bench.set(k, w.value_size + key.len());
+            thread.stats.finished_single_op();
+        } else {
+            batch.clear();
+            for j in 0..batch_len {
+                let k = next_key(j);
+                batch.push((key.set(k).to_vec(), values.generate(w.value_size).to_vec()));
+                bytes += (w.value_size + key.len()) as u64;
+                ctx.tracking.db_bench.set(k, w.value_size + key.len());
+                thread.stats.finished_single_op();
+            }
+            let ops: Vec<WriteOp<'_>> = batch.iter().map(|(key, value)| WriteOp::Put { key, value }).collect();
+            ctx.engine.write_batch(&ops, w.sync)?;
+        }
+        i += batch_len;
+    }
+    thread.stats.add_bytes(bytes);
+    thread.stats.add_user_bytes_written(bytes);
+    Ok(())
+}
+
+pub(crate) fn read_sequential(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    scan(ctx, thread, Direction::Forward)
+}
+
+pub(crate) fn read_reverse(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    scan(ctx, thread, Direction::Reverse)
+}
+
+pub(crate) fn scan(ctx: &Context<'_>, thread: &mut ThreadState, direction: Direction) -> BenchResult<()> {
+    let (mut entries, mut bytes) = (0u64, 0u64);
+    let limit = ctx.workload.reads;
+    ctx.engine.scan(direction, &mut |key, value| {
+        if entries >= limit {
+            return false;
+        }
+        bytes += (key.len() + value.len()) as u64;
+        thread.stats.finished_single_op();
+        entries += 1;
+        true
+    })?;
+    thread.stats.add_bytes(bytes);
+    Ok(())
+}
+
+pub(crate) fn read_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut found = 0u64;
+    for _ in 0..ctx.workload.reads {
+        let k = thread.rand.uniform(ctx.flags.num);
+        if ctx.engine.get(key.set(u64::from(k)))?.is_some() {
+            found += 1;
+        }
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_message(&format!("({found} of {} found)", ctx.workload.num));
+    Ok(())
+}
+
+pub(crate) fn read_missing(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    for _ in 0..ctx.workload.reads {
+        let k = thread.rand.uniform(ctx.flags.num);
+        // Dropping the last digit makes a key that sorts among real keys but never exists.
+        let full = key.set(u64::from(k));
+        ctx.engine.get(&full[..full.len() - 1])?;
+        thread.stats.finished_single_op();
+    }
+    Ok(())
+}
+
+pub(crate) fn read_hot(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    // The hottest 1% of the key space.
+    let range = ctx.flags.num.div_ceil(100);
+    for _ in 0..ctx.workload.reads {
+        let k = thread.rand.uniform(range);
+        ctx.engine.get(key.set(u64::from(k)))?;
+        thread.stats.finished_single_op();
+    }
+    Ok(())
+}
+
+pub(crate) fn seek_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut found = 0u64;
+    for _ in 0..ctx.workload.reads {
+        let k = thread.rand.uniform(ctx.flags.num);
+        if ctx.engine.seek_lands_on(key.set(u64::from(k)))? {
+            found += 1;
+        }
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_message(&format!("({found} of {} found)", ctx.workload.num));
+    Ok(())
+}
+
+/// YCSB E's scans: seek to a random key, then read the next 1 to 100 entries (uniform).
+pub(crate) fn scan_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let (mut entries, mut bytes) = (0u64, 0u64);
+    for _ in 0..ctx.workload.reads {
+        let start = thread.rand.uniform(ctx.flags.num);
+        let length = 1 + u64::from(thread.rand.uniform(100));
+        let seen = ctx.engine.scan_from(key.set(u64::from(start)), length as usize, &mut |k, v| {
+            bytes += (k.len() + v.len()) as u64;
+        })?;
+        entries += seen as u64;
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_bytes(bytes);
+    thread.stats.add_message(&format!("({entries} entries)"));
+    Ok(())
+}
+
+pub(crate) fn delete_seq(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    do_delete(ctx, thread, true)
+}
+
+/// Deletes `--delete_percent` of the keys `0..num`, spread evenly (key `k` goes when
+/// `k % 100 < percent`), so that after a sequential load every value-log segment holds that
+/// share of garbage: the setup of WiscKey's GC experiment (Figure 13).
+pub(crate) fn delete_fraction(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let percent = u64::from(ctx.flags.delete_percent);
+    let (start, end) = thread_share(ctx.workload.num, thread.index, ctx.flags.threads);
+    for k in (start..end).filter(|k| k % 100 < percent) {
+        ctx.engine.delete(key.set(k), ctx.workload.sync)?;
+        ctx.tracking.db_bench.set(k, 0);
+        thread.stats.add_user_bytes_written(key.len() as u64);
+        thread.stats.finished_single_op();
+    }
+    Ok(())
+}
+
+pub(crate) fn delete_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    do_delete(ctx, thread, false)
+}
+
+pub(crate) fn do_delete(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> BenchResult<()> {
+    let w = ctx.workload;
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let batch_len = w.entries_per_batch as u64;
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(w.entries_per_batch);
+    let mut i = 0u64;
+    while i < w.num {
+        let mut next_key = |j: u64| if sequential { i + j } else { u64::from(thread.rand.uniform(ctx.flags.num)) };
+        if batch_len == 1 {
+            let k = next_key(0);
+            ctx.engine.delete(key.set(k), w.sync)?;
+            ctx.tracking.db_bench.set(k, 0);
+            thread.stats.add_user_bytes_written(key.len() as u64);
+            thread.stats.finished_single_op();
+        } else {
+            batch.clear();
+            for j in 0..batch_len {
+                let k = next_key(j);
+                batch.push(key.set(k).to_vec());
+                ctx.tracking.db_bench.set(k, 0);
+                thread.stats.add_user_bytes_written(key.len() as u64);
+                thread.stats.finished_single_op();
+            }
+            let ops: Vec<WriteOp<'_>> = batch.iter().map(|key| WriteOp::Delete { key }).collect();
+            ctx.engine.write_batch(&ops, w.sync)?;
+        }
+        i += batch_len;
+    }
+    Ok(())
+}
+
+pub(crate) fn compact(ctx: &Context<'_>, _thread: &mut ThreadState) -> BenchResult<()> {
+    ctx.engine.compact()
+}
+
+pub(crate) fn collect_garbage(ctx: &Context<'_>, _thread: &mut ThreadState) -> BenchResult<()> {
+    ctx.engine.gc()
+}
+
+/// This thread's share `[start, end)` of `total` items split evenly over the benchmark's threads.
+pub(crate) fn thread_share(total: u64, index: usize, threads: usize) -> (u64, u64) {
+    let (index, threads) = (index as u64, threads as u64);
+    (total * index / threads, total * (index + 1) / threads)
+}
+
+/// YCSB's load phase: records `0..ycsb_records` in key-number order (hashed key names).
+pub(crate) fn ycsb_load(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let record_size = ctx.flags.ycsb_record_size();
+    let mut values = ValueGenerator::new(ctx.flags.compression_ratio);
+    let (start, end) = thread_share(ctx.flags.ycsb_records, thread.index, ctx.threads);
+    let mut bytes = 0u64;
+    for keynum in start..end {
+        let key = ycsb::key_name(keynum);
+        ctx.engine.put(key.as_bytes(), values.generate(record_size), ctx.workload.sync)?;
+        ctx.tracking.ycsb.set(keynum, key.len() + record_size);
+        bytes += (key.len() + record_size) as u64;
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_bytes(bytes);
+    thread.stats.add_user_bytes_written(bytes);
+    Ok(())
+}
+
+/// One YCSB transaction phase: this thread's share of `--ycsb_ops` operations drawn from the
+/// workload's mix. Updates and the write half of read-modify-write replace the whole record,
+/// since all fields are stored as one value.
+pub(crate) fn ycsb_run(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let workload = ctx.ycsb_workload.ok_or("YCSB workload missing")?;
+    let flags = ctx.flags;
+    let inserts = &ctx.tracking.ycsb_inserts;
+    let record_size = flags.ycsb_record_size();
+    let mut values = ValueGenerator::new(flags.compression_ratio);
+    let mut chooser = KeyChooser::new(&workload, flags.ycsb_records, flags.ycsb_ops, inserts.last_value());
+    let rng = &mut thread.ycsb_rand;
+    let (start, end) = thread_share(flags.ycsb_ops, thread.index, ctx.threads);
+    let (mut reads, mut found, mut scanned) = (0u64, 0u64, 0u64);
+    let (mut bytes, mut written) = (0u64, 0u64);
+    for _ in start..end {
+        let op = workload.choose(rng);
+        let keynum = match op {
+            Operation::Insert => inserts.claim(),
+            _ => chooser.next(rng, inserts),
+        };
+        let key = ycsb::key_name(keynum);
+        if matches!(op, Operation::Read | Operation::ReadModifyWrite) {
+            reads += 1;
+            if let Some(len) = ctx.engine.get(key.as_bytes())? {
+                found += 1;
+                bytes += (key.len() + len) as u64;
+            }
+        }
+        if matches!(op, Operation::Update | Operation::Insert | Operation::ReadModifyWrite) {
+            ctx.engine.put(key.as_bytes(), values.generate(record_size), ctx.workload.sync)?;
+            ctx.tracking.ycsb.set(keynum, key.len() + record_size);
+            written += (key.len() + record_size) as u64;
+            if op == Operation::Insert {
+                inserts.acknowledge(keynum);
+            }
+        }
+        if op == Operation::Scan {
+            let length = ycsb::scan_length(rng) as usize;
+            ctx.engine.scan_from(key.as_bytes(), length, &mut |k, v| {
+                scanned += 1;
+                bytes += (k.len() + v.len()) as u64;
+            })?;
+        }
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_bytes(bytes + written);
+    thread.stats.add_user_bytes_written(written);
+    if reads > 0 {
+        thread.stats.add_message(&format!("({found} of {reads} reads found)"));
+    }
+    if scanned > 0 {
+        thread.stats.add_message(&format!("({scanned} records scanned)"));
+    }
+    Ok(())
+}
