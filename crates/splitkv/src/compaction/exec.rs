@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::filenames::table_file;
 use crate::fs::FileSystem;
 use crate::iter::merge::MergingIterator;
-use crate::iter::InternalIterator;
+use crate::iter::{entry_pointer, InternalIterator};
 use crate::sstable::{TableBuilder, TableCache, TableOptions};
 use crate::types::{
     compare_internal_keys, parse_internal_key, FileNumber, InternalKey, SegmentId, SequenceNumber, ValueKind,
@@ -239,13 +239,7 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
         newer_stripe = Some(this_stripe);
         let shadowed_by = std::mem::replace(&mut newer_sequence, parsed.sequence);
 
-        let pointer = match parsed.kind {
-            ValueKind::Pointer => Some(
-                ValuePointer::decode(input.value())
-                    .ok_or_else(|| input.entry_origin().corruption("compaction input has a malformed value pointer"))?,
-            ),
-            _ => None,
-        };
+        let pointer = entry_pointer(&input, parsed.kind)?;
         if drop {
             dropped_entries += 1;
             if let Some(ptr) = pointer {

@@ -6,12 +6,11 @@
 //! Thread-safety: everything here runs on `DbInner`, shared by user threads and the GC thread;
 //! runs of the collector serialise on its own lock, surveys on the index's compaction lock.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::collections::BTreeMap;
 
 use super::{DbInner, PendingWrite};
 use crate::batch::WriteBatch;
@@ -338,22 +337,15 @@ impl GcHost for DbInner {
     fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<SequenceNumber> {
         self.sync_log()?;
         let seq = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
-        let recorded = self.catalog.record_with(|set| VersionEdit {
-            skipped_ranges: match set.segments().contains_key(&id) {
-                true => ranges.iter().map(|&(start, end)| (id, start, end)).collect(),
-                false => Vec::new(),
-            },
-            ..VersionEdit::default()
-        });
+        let skipped_ranges = ranges.iter().map(|&(start, end)| (id, start, end)).collect();
+        let recorded = self.catalog.record_for_segment(id, VersionEdit { skipped_ranges, ..VersionEdit::default() });
         self.poison_on_error(recorded)?;
         Ok(seq)
     }
 
     fn release_segment(&self, id: SegmentId) -> Result<()> {
-        let recorded = self.catalog.record_with(|set| VersionEdit {
-            removed_segments: set.segments().contains_key(&id).then_some(id).into_iter().collect(),
-            ..VersionEdit::default()
-        });
+        let removed_segments = vec![id];
+        let recorded = self.catalog.record_for_segment(id, VersionEdit { removed_segments, ..VersionEdit::default() });
         self.poison_on_error(recorded)?;
         let _exclusive = self.gc_barrier.write();
         self.vlog.remove_segment(id)

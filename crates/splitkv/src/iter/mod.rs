@@ -15,6 +15,20 @@ pub mod vec;
 
 pub use origin::EntryOrigin;
 
+use crate::types::{ValueKind, ValuePointer};
+
+/// The current entry's value as a [`ValuePointer`] when `kind` (the entry's kind) says it is
+/// one; a pointer that does not decode is corruption where the entry is stored.
+pub fn entry_pointer<I: InternalIterator + ?Sized>(it: &I, kind: ValueKind) -> crate::Result<Option<ValuePointer>> {
+    if kind != ValueKind::Pointer {
+        return Ok(None);
+    }
+    match ValuePointer::decode(it.value()) {
+        Some(ptr) => Ok(Some(ptr)),
+        None => Err(it.entry_origin().corruption("malformed value pointer")),
+    }
+}
+
 /// A bidirectional cursor over internal-key-ordered entries.
 ///
 /// After any movement the iterator is either positioned on an entry (`valid()`) or exhausted.

@@ -51,6 +51,12 @@ impl Catalog {
         })
     }
 
+    /// Makes `edit`, a change to segment `id`, durable unless the segment is no longer live
+    /// (collected meanwhile): then there is nothing left to change.
+    pub fn record_for_segment(&self, id: SegmentId, edit: VersionEdit) -> Result<()> {
+        self.record_with(|set| if set.segments().contains_key(&id) { edit } else { VersionEdit::default() })
+    }
+
     /// Makes `edit` durable (see [`Catalog::record_with`]).
     pub fn record(&self, edit: VersionEdit) -> Result<()> {
         self.record_with(|_| edit)

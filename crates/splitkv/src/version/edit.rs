@@ -390,16 +390,22 @@ mod tests {
         edit
     }
 
+    /// A new-file field with tag `tag` for table 7 at level 1, up to its entry count.
+    fn new_file_field(tag: u32) -> Vec<u8> {
+        let mut field = Vec::new();
+        put_varint32(&mut field, tag);
+        put_varint64(&mut field, 1);
+        put_varint64(&mut field, 7);
+        put_varint64(&mut field, 4096);
+        put_length_prefixed(&mut field, ikey(b"a", 1).as_bytes());
+        put_length_prefixed(&mut field, ikey(b"b", 1).as_bytes());
+        put_varint64(&mut field, 3);
+        field
+    }
+
     #[test]
     fn tables_without_log_references_from_older_manifests_still_decode() {
-        let mut old = Vec::new();
-        put_varint32(&mut old, TAG_NEW_FILE);
-        put_varint64(&mut old, 1);
-        put_varint64(&mut old, 7);
-        put_varint64(&mut old, 4096);
-        put_length_prefixed(&mut old, ikey(b"a", 1).as_bytes());
-        put_length_prefixed(&mut old, ikey(b"b", 1).as_bytes());
-        put_varint64(&mut old, 3);
+        let old = new_file_field(TAG_NEW_FILE);
         let edit = VersionEdit::decode(&old).unwrap();
         assert_eq!(edit.new_files.len(), 1);
         assert_eq!(edit.new_files[0].1.number, FileNumber(7));
@@ -412,14 +418,7 @@ mod tests {
         edit.new_files[0].1.log_refs = vec![(SegmentId(9), 1), (SegmentId(3), 1)];
         let err = VersionEdit::decode(&edit.encode()).unwrap_err();
         assert!(err.reason.contains("out of order"), "{err:?}");
-        let mut huge = Vec::new();
-        put_varint32(&mut huge, TAG_NEW_FILE_WITH_LOG_REFS);
-        put_varint64(&mut huge, 1);
-        put_varint64(&mut huge, 7);
-        put_varint64(&mut huge, 4096);
-        put_length_prefixed(&mut huge, ikey(b"a", 1).as_bytes());
-        put_length_prefixed(&mut huge, ikey(b"b", 1).as_bytes());
-        put_varint64(&mut huge, 3);
+        let mut huge = new_file_field(TAG_NEW_FILE_WITH_LOG_REFS);
         put_varint64(&mut huge, u64::MAX);
         let err = VersionEdit::decode(&huge).unwrap_err();
         assert!(err.reason.contains("cannot fit"), "{err:?}");

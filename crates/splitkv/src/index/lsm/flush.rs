@@ -12,10 +12,10 @@ use super::Shared;
 use crate::compaction::exec::TableSink;
 use crate::error::Result;
 use crate::filenames::{parse_file_name, FileKind};
-use crate::iter::{EntryOrigin, InternalIterator};
+use crate::iter::{entry_pointer, InternalIterator};
 use crate::memtable::Memtable;
 use crate::stats::Counters;
-use crate::types::{parse_internal_key, FileNumber, LogPosition, SequenceNumber, ValueKind, ValuePointer};
+use crate::types::{parse_internal_key, FileNumber, LogPosition, SequenceNumber};
 use crate::version::VersionEdit;
 
 impl Shared {
@@ -59,12 +59,9 @@ impl Shared {
             let mut it = imm.iter();
             it.seek_to_first()?;
             while it.valid() {
-                let pointer = match parse_internal_key(it.key()).map(|k| k.kind) {
-                    Some(ValueKind::Pointer) => Some(
-                        ValuePointer::decode(it.value())
-                            .ok_or_else(|| EntryOrigin::Memtable.corruption("malformed value pointer"))?,
-                    ),
-                    _ => None,
+                let pointer = match parse_internal_key(it.key()) {
+                    Some(parsed) => entry_pointer(&it, parsed.kind)?,
+                    None => None,
                 };
                 sink.add(it.key(), it.value(), pointer)?;
                 it.next()?;

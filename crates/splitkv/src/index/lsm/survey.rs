@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, HashSet};
 use super::Shared;
 use crate::error::Result;
 use crate::index::LiveCount;
-use crate::iter::InternalIterator;
-use crate::types::{parse_internal_key, SegmentId, SequenceNumber, ValueKind, ValuePointer};
+use crate::iter::{entry_pointer, InternalIterator};
+use crate::types::{parse_internal_key, SegmentId, SequenceNumber};
 
 impl Shared {
     /// See [`crate::index::Index::survey_live`].
@@ -39,12 +39,9 @@ impl Shared {
                 newer = None;
             }
             let shadowed = newer.is_some_and(|n| n <= horizon);
-            if !shadowed && parsed.kind == ValueKind::Pointer {
-                let ptr = ValuePointer::decode(it.value())
-                    .ok_or_else(|| it.entry_origin().corruption("malformed value pointer in the index"))?;
-                if surveyed.contains(&ptr.segment) {
-                    *live.entry(ptr.segment).or_default() += u64::from(ptr.len);
-                }
+            let pointer = if shadowed { None } else { entry_pointer(&it, parsed.kind)? };
+            if let Some(ptr) = pointer.filter(|p| surveyed.contains(&p.segment)) {
+                *live.entry(ptr.segment).or_default() += u64::from(ptr.len);
             }
             newer = Some(parsed.sequence);
             it.next()?;
