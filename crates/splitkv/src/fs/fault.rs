@@ -340,6 +340,9 @@ impl FileSystem for FaultInjectingFileSystem {
         self.inner.lock(path)
     }
 
+    fn map(&self, path: &Path, _len: u64) -> Result<Box<dyn super::MappedFile>> {
+        Err(crate::error::Error::InvalidArgument(format!("{}: mapping not implemented yet", path.display())))
+    }
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
         self.check(FaultKind::PunchHole, path)?;
         self.inner.punch_hole(path, offset, len)

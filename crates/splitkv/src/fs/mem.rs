@@ -487,6 +487,9 @@ impl FileSystem for MemFileSystem {
         Ok(Box::new(MemFileLock { state: Arc::clone(&self.state), path: path.to_path_buf(), token }))
     }
 
+    fn map(&self, path: &Path, _len: u64) -> Result<Box<dyn super::MappedFile>> {
+        Err(crate::error::Error::InvalidArgument(format!("{}: mapping not implemented yet", path.display())))
+    }
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
         let inode = self.state.lock().live_inode(path)?;
         let mut inode = inode.lock();

@@ -79,6 +79,37 @@ pub trait RandomAccessFile: Send + Sync {
 /// Held while a database directory is locked; dropping it releases the lock.
 pub trait FileLock: Send + Sync {}
 
+/// A file mapped into memory as a persistent-memory medium (the SSHKV hash table lives in one).
+///
+/// The model is persistent memory's: stores land in the mapping at once and are visible to
+/// every later read through [`MappedFile::bytes`]; they become durable (survive power loss) only
+/// once written back. [`MappedFile::flush`] asks for a range to be written back (`clwb` over its
+/// cache lines) and [`MappedFile::fence`] waits until every range flushed so far is durable
+/// (`sfence`; `msync` for a file). Until then, after a crash, each aligned 8-byte unit written
+/// since its last write-back holds either its old or its new value, independently of the others;
+/// an aligned 8-byte [`MappedFile::store_u64`] is never torn. A process crash without power loss
+/// keeps every store (the mapping is shared with the OS page cache).
+pub trait MappedFile: Send + Sync {
+    /// Length of the mapping in bytes.
+    fn len(&self) -> usize;
+    /// True if the mapping is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The current contents: every store so far, durable or not.
+    fn bytes(&self) -> &[u8];
+    /// Stores `data` at `offset` (in bounds; not yet durable).
+    fn write(&mut self, offset: usize, data: &[u8]);
+    /// Stores one 8-byte-aligned little-endian word as a single store: a crash leaves the old or
+    /// the new word, never a mix.
+    fn store_u64(&mut self, offset: usize, value: u64);
+    /// Asks for `[offset, offset + len)` to be written back; durable after the next `fence`.
+    fn flush(&mut self, offset: usize, len: usize);
+    /// Waits until every range flushed so far is durable. An error means the medium's state is
+    /// unknown: callers must stop writing to it.
+    fn fence(&mut self) -> Result<()>;
+}
+
 /// File-system operations used by the engine.
 pub trait FileSystem: Send + Sync + 'static {
     /// Creates (or truncates) `path` for appending.
@@ -124,6 +155,10 @@ pub trait FileSystem: Send + Sync + 'static {
     fn allocated_size(&self, path: &Path) -> Result<u64> {
         self.file_size(path)
     }
+    /// Maps `path` into memory as a persistent-memory medium of exactly `len` bytes, creating
+    /// the file (zero-filled) or extending it with zeros if it is shorter. The caller makes a
+    /// new file's directory entry durable with `sync_dir`.
+    fn map(&self, path: &Path, len: u64) -> Result<Box<dyn MappedFile>>;
 }
 
 /// Joins a directory and a file name.

@@ -311,6 +311,9 @@ impl FileSystem for OsFileSystem {
         Ok(Box::new(OsFileLock { _file: file }))
     }
 
+    fn map(&self, path: &Path, _len: u64) -> Result<Box<dyn super::MappedFile>> {
+        Err(crate::error::Error::InvalidArgument(format!("{}: mapping not implemented yet", path.display())))
+    }
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
         let file = OpenOptions::new().write(true).open(path)?;
         let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
