@@ -5,10 +5,14 @@
 //! once it has fired. An operation fails if any armed fault fires on it; a failed operation is not
 //! passed to the wrapped file system, so a failed `append` writes nothing and a failed `sync`
 //! makes nothing durable. Handles returned by `create`, `open_append` and `open` are wrapped too,
-//! so `append`, `flush`, `sync` and `read_exact_at` can fail on the file's path.
+//! so `append`, `flush`, `sync` and `read_exact_at` can fail on the file's path. `map` counts as a
+//! creation ([`FaultKind::Create`]) and a mapped file's `fence` as a sync ([`FaultKind::Sync`]):
+//! they are the same promises (the file exists; its bytes are durable), so a test that fails
+//! syncs covers both kinds of file.
 //!
 //! Operations without a [`FaultKind`] (`exists`, `file_size`, `list`, `create_dir_all`,
-//! `allocated_size`, and the length queries of handles) are passed through and never fail.
+//! `allocated_size`, the length queries of handles, and a mapped file's stores and flushes,
+//! which cannot report an error) are passed through and never fail.
 //!
 //! Thread-safety: clones share the faults and counters behind one mutex; the wrapper is as
 //! thread-safe as the wrapped file system.
@@ -21,13 +25,13 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{AccessPattern, FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{AccessPattern, FileLock, FileSystem, MappedFile, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// The operations a fault (see [`FaultKind::fault`]) can target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultKind {
-    /// [`FileSystem::create`].
+    /// [`FileSystem::create`] and [`FileSystem::map`].
     Create,
     /// [`FileSystem::open_append`].
     OpenAppend,
@@ -39,7 +43,7 @@ pub enum FaultKind {
     Append,
     /// [`WritableFile::flush`] on a wrapped handle.
     Flush,
-    /// [`WritableFile::sync`] on a wrapped handle.
+    /// [`WritableFile::sync`] and [`MappedFile::fence`] on a wrapped handle.
     Sync,
     /// [`FileSystem::sync_dir`].
     SyncDir,
@@ -275,6 +279,39 @@ impl RandomAccessFile for FaultyRandomAccessFile {
     }
 }
 
+struct FaultyMappedFile {
+    inner: Box<dyn MappedFile>,
+    path: PathBuf,
+    injector: SharedInjector,
+}
+
+impl MappedFile for FaultyMappedFile {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.inner.bytes()
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) {
+        self.inner.write(offset, data);
+    }
+
+    fn store_u64(&mut self, offset: usize, value: u64) {
+        self.inner.store_u64(offset, value);
+    }
+
+    fn flush(&mut self, offset: usize, len: usize) {
+        self.inner.flush(offset, len);
+    }
+
+    fn fence(&mut self) -> Result<()> {
+        self.injector.lock().check(FaultKind::Sync, &self.path)?;
+        self.inner.fence()
+    }
+}
+
 impl FileSystem for FaultInjectingFileSystem {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.check(FaultKind::Create, path)?;
@@ -340,9 +377,12 @@ impl FileSystem for FaultInjectingFileSystem {
         self.inner.lock(path)
     }
 
-    fn map(&self, path: &Path, _len: u64) -> Result<Box<dyn super::MappedFile>> {
-        Err(crate::error::Error::InvalidArgument(format!("{}: mapping not implemented yet", path.display())))
+    fn map(&self, path: &Path, len: u64) -> Result<Box<dyn MappedFile>> {
+        self.check(FaultKind::Create, path)?;
+        let inner = self.inner.map(path, len)?;
+        Ok(Box::new(FaultyMappedFile { inner, path: path.to_path_buf(), injector: Arc::clone(&self.injector) }))
     }
+
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
         self.check(FaultKind::PunchHole, path)?;
         self.inner.punch_hole(path, offset, len)
@@ -459,6 +499,33 @@ mod tests {
         assert!(is_injected(fs.read_all(Path::new("/db/a")).map(drop)));
         assert!(fs.exists(Path::new("/db/a")), "queries are never faulted");
         assert_eq!(fs.op_count(FaultKind::Any), 6);
+    }
+
+    #[test]
+    fn map_fails_as_a_creation_and_fence_as_a_sync() {
+        let (mem, fs) = setup();
+        let path = Path::new("/db/000007.hash");
+        fs.inject(FaultKind::Create.fault().on_path(".hash"));
+        assert!(is_injected(fs.map(path, 64).map(drop)));
+        assert!(!fs.exists(path), "the failed map never reached the inner fs");
+
+        let mut mapped = fs.map(path, 64).unwrap();
+        fs.sync_dir(Path::new("/db")).unwrap();
+        fs.inject(FaultKind::Sync.fault().on_path(".hash"));
+        mapped.store_u64(8, 42);
+        mapped.flush(8, 8);
+        assert!(is_injected(mapped.fence()));
+        assert_eq!(mapped.bytes()[8..16], 42u64.to_le_bytes(), "the store itself is not undone");
+        assert_eq!(fs.op_count(FaultKind::Sync), 1);
+        mem.crash();
+        assert_eq!(mem.read_all(path).unwrap(), [0; 64], "the failed fence made nothing durable");
+
+        let mut mapped = fs.map(path, 64).unwrap();
+        mapped.store_u64(8, 43);
+        mapped.flush(8, 8);
+        mapped.fence().unwrap();
+        mem.crash();
+        assert_eq!(mem.read_all(path).unwrap()[8..16], 43u64.to_le_bytes());
     }
 
     #[test]

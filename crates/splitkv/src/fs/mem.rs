@@ -12,9 +12,21 @@
 //! unsynced tail instead). Directories, `truncate` and `punch_hole` are durable immediately:
 //! the engine creates directories once, and the OS implementation syncs a truncation itself.
 //!
+//! **Mapped files** simulate persistent memory. A mapped inode's `data` is the *durable* image
+//! (so its whole length counts as synced); the mapping keeps its own current view, and the inode
+//! records every 8-byte unit stored since it was last made durable (its newest value, and whether
+//! it was flushed since that store). `fence` copies the flushed units into `data`; a crash drops
+//! the recorded units ([`MemFileSystem::crash_with_torn_tails`] keeps each one with probability
+//! one half instead, flushed or not, since a cache line may be evicted at any time). The record
+//! outlives the mapping, as the page cache does, so a new mapping without a crash in between
+//! sees every store. Simplifications: `open` and `read_exact_at` of a mapped file read the
+//! durable image only (a real page cache would show the stores too), and two live mappings of one
+//! file do not see each other's stores (the engine maps a file once).
+//!
 //! Invariants: every inode's `synced_len <= data.len()`; the punched ranges are disjoint, sorted
-//! and inside the file. A crash gives every surviving inode a fresh copy, so handles opened before
-//! it keep working on the old, now detached, inodes and cannot disturb the post-crash state.
+//! and inside the file; every recorded unit starts inside the file. A crash gives every surviving
+//! inode a fresh copy, so handles (and mappings) opened before it keep working on the old, now
+//! detached, inodes and cannot disturb the post-crash state.
 //!
 //! Thread-safety: the file system is `Clone`; clones share one state behind a mutex. Each inode
 //! has its own mutex, always taken after the namespace mutex, never before it.
@@ -28,8 +40,21 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{FileLock, FileSystem, MappedFile, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
+
+/// The unit, in bytes, that a mapped file's crash keeps or loses whole (see [`MappedFile`]).
+const UNIT: usize = 8;
+
+/// A mapped unit stored since it was last made durable.
+#[derive(Clone, Copy, Debug)]
+struct PendingUnit {
+    /// The unit's newest bytes (in the last unit of a file whose length is not a multiple of
+    /// [`UNIT`], those past the end are unused).
+    value: [u8; UNIT],
+    /// Flushed since its newest store, so the next fence makes it durable.
+    flushed: bool,
+}
 
 /// The bytes of one file and how much of them would survive a crash.
 #[derive(Default)]
@@ -38,6 +63,9 @@ struct Inode {
     synced_len: usize,
     /// Disjoint, sorted `[start, end)` ranges freed by `punch_hole`.
     holes: Vec<(u64, u64)>,
+    /// Mapped units (by index: offset / [`UNIT`]) stored but not yet durable. Ordered so that
+    /// a seeded crash visits them in the same order every time.
+    pending: BTreeMap<usize, PendingUnit>,
 }
 
 impl Inode {
@@ -67,6 +95,9 @@ impl Inode {
 
     fn set_len(&mut self, len: usize) {
         self.data.resize(len, 0);
+        // Stores to bytes cut off go with them.
+        let units = len.div_ceil(UNIT);
+        self.pending.retain(|&unit, _| unit < units);
         let len = len as u64;
         self.holes.retain(|&(start, _)| start < len);
         for hole in &mut self.holes {
@@ -74,13 +105,68 @@ impl Inode {
         }
     }
 
-    /// The inode as it would be found after power loss, keeping `tail_kept` unsynced bytes.
-    fn after_crash(&self, tail_kept: usize) -> Inode {
-        let mut survivor = Inode { data: self.data.clone(), synced_len: self.synced_len, holes: self.holes.clone() };
-        let len = (self.synced_len + tail_kept).min(self.data.len());
+    /// Writes a mapped unit's bytes into the durable image, as far as the file reaches.
+    fn make_durable(data: &mut [u8], unit: usize, value: &[u8; UNIT]) {
+        let start = unit.saturating_mul(UNIT);
+        if let Some(target) = data.get_mut(start..) {
+            let n = target.len().min(UNIT);
+            target[..n].copy_from_slice(&value[..n]);
+        }
+    }
+
+    /// The durable image with every pending unit laid over it: what a new mapping sees.
+    fn current_view(&self) -> Vec<u8> {
+        let mut view = self.data.clone();
+        for (&unit, pending) in &self.pending {
+            Self::make_durable(&mut view, unit, &pending.value);
+        }
+        view
+    }
+
+    /// The inode as it would be found after power loss: `loss` decides how much of the unsynced
+    /// tail and which pending mapped units survive.
+    fn after_crash(&self, loss: &mut Loss) -> Inode {
+        let mut survivor = Inode {
+            data: self.data.clone(),
+            synced_len: self.synced_len,
+            holes: self.holes.clone(),
+            pending: BTreeMap::new(),
+        };
+        let len = (self.synced_len + loss.tail_kept(self.data.len() - self.synced_len)).min(self.data.len());
         survivor.set_len(len);
         survivor.synced_len = len;
+        for (&unit, pending) in &self.pending {
+            if loss.keeps_unit() {
+                Self::make_durable(&mut survivor.data, unit, &pending.value);
+            }
+        }
         survivor
+    }
+}
+
+/// What a crash keeps of the state that was not yet durable.
+enum Loss {
+    /// Nothing.
+    Everything,
+    /// Parts chosen pseudo-randomly by the generator.
+    Torn(SplitMix64),
+}
+
+impl Loss {
+    /// How many of `unsynced` appended bytes survive.
+    fn tail_kept(&mut self, unsynced: usize) -> usize {
+        match self {
+            Loss::Everything => 0,
+            Loss::Torn(rng) => rng.tail_length(unsynced),
+        }
+    }
+
+    /// Whether the next pending mapped unit survives: independently of the others, half the time.
+    fn keeps_unit(&mut self) -> bool {
+        match self {
+            Loss::Everything => false,
+            Loss::Torn(rng) => rng.next() >> 63 == 1,
+        }
     }
 }
 
@@ -117,17 +203,15 @@ impl State {
         self.live.get(path).cloned().ok_or_else(|| not_found(path))
     }
 
-    /// Replaces the live namespace by the durable one, each inode cut by `tail_to_keep`.
-    fn crash(&mut self, mut tail_to_keep: impl FnMut(usize) -> usize) {
+    /// Replaces the live namespace by the durable one, each inode reduced to what `loss` keeps.
+    fn crash(&mut self, loss: &mut Loss) {
         let mut survivors: HashMap<*const Mutex<Inode>, InodeRef> = HashMap::new();
         let mut durable = BTreeMap::new();
         for (path, inode) in &self.durable {
             // Keyed by identity so that a file reachable by two durable names stays one file.
-            let survivor = survivors.entry(Arc::as_ptr(inode)).or_insert_with(|| {
-                let old = inode.lock();
-                let unsynced = old.data.len() - old.synced_len;
-                Arc::new(Mutex::new(old.after_crash(tail_to_keep(unsynced))))
-            });
+            let survivor = survivors
+                .entry(Arc::as_ptr(inode))
+                .or_insert_with(|| Arc::new(Mutex::new(inode.lock().after_crash(loss))));
             durable.insert(path.clone(), Arc::clone(survivor));
         }
         self.live = durable.clone();
@@ -198,18 +282,21 @@ impl MemFileSystem {
     }
 
     /// Simulates power loss: only directory entries made durable by `sync_dir` remain, each file
-    /// cut to the bytes synced by `WritableFile::sync`; every lock is released.
+    /// cut to the bytes synced by `WritableFile::sync`, each mapped file holding only the units
+    /// made durable by `MappedFile::fence` (every other store is lost); every lock is released.
+    /// Mappings taken before the crash keep working on the dead files, invisible from now on.
     pub fn crash(&self) {
-        self.state.lock().crash(|_| 0);
+        self.state.lock().crash(&mut Loss::Everything);
     }
 
     /// Like [`crash`](Self::crash), but each file keeps a prefix, chosen pseudo-randomly from
     /// `seed`, of its unsynced tail: appended-but-unsynced bytes survive at most as a prefix
-    /// (sometimes none of them, sometimes all). The same seed and the same history give the
-    /// same result.
+    /// (sometimes none of them, sometimes all). In a mapped file, each 8-byte unit stored since it
+    /// was last made durable, flushed or not, independently keeps its newest value about half the
+    /// time and its durable value otherwise. The same seed and the same history give the same
+    /// result.
     pub fn crash_with_torn_tails(&self, seed: u64) {
-        let mut rng = SplitMix64(seed);
-        self.state.lock().crash(|unsynced| rng.tail_length(unsynced));
+        self.state.lock().crash(&mut Loss::Torn(SplitMix64(seed)));
     }
 
     /// Flips every bit of the byte at `offset` of `path` (for corruption tests). The damage is
@@ -318,6 +405,88 @@ impl RandomAccessFile for MemRandomAccessFile {
 
     fn is_cached(&self, _offset: u64, _len: u64) -> bool {
         !self.uncached.load(Ordering::Relaxed)
+    }
+}
+
+/// A mapping of a [`MemFileSystem`] file: its own current view, the pending units in the inode.
+struct MemMappedFile {
+    inode: InodeRef,
+    /// Every store so far: the durable image with the pending units laid over it.
+    view: Vec<u8>,
+    /// For assertion messages.
+    path: PathBuf,
+}
+
+impl MemMappedFile {
+    /// Records the units covering `[start, end)` of the view as stored and not yet flushed.
+    fn record(&self, start: usize, end: usize) {
+        if start >= end {
+            return;
+        }
+        let mut inode = self.inode.lock();
+        for unit in start / UNIT..=(end - 1) / UNIT {
+            let from = unit * UNIT;
+            if from >= inode.data.len() {
+                // The file was cut while mapped (outside the contract): nothing left to keep.
+                break;
+            }
+            let bytes = self.view.get(from..self.view.len().min(from + UNIT)).unwrap_or_default();
+            let mut value = [0; UNIT];
+            value[..bytes.len()].copy_from_slice(bytes);
+            inode.pending.insert(unit, PendingUnit { value, flushed: false });
+        }
+    }
+}
+
+impl MappedFile for MemMappedFile {
+    fn len(&self) -> usize {
+        self.view.len()
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.view
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) {
+        let end = offset.checked_add(data.len()).filter(|&end| end <= self.view.len());
+        debug_assert!(end.is_some(), "store of {} bytes at {offset} outside {}", data.len(), self.path.display());
+        let Some(target) = end.and_then(|end| self.view.get_mut(offset..end)) else {
+            return;
+        };
+        target.copy_from_slice(data);
+        self.record(offset, offset + data.len());
+    }
+
+    fn store_u64(&mut self, offset: usize, value: u64) {
+        // An aligned word is exactly one unit, so the crash model keeps it whole; a misaligned
+        // one spans two units that a crash may split, as the OS implementation's copy would.
+        debug_assert!(offset.is_multiple_of(UNIT), "misaligned 8-byte store at {offset} in {}", self.path.display());
+        self.write(offset, &value.to_le_bytes());
+    }
+
+    fn flush(&mut self, offset: usize, len: usize) {
+        let start = offset.min(self.view.len());
+        let end = offset.saturating_add(len).min(self.view.len());
+        if start >= end {
+            return;
+        }
+        // A unit partly inside the range is flushed whole: write-back moves whole cache lines.
+        let mut inode = self.inode.lock();
+        for (_, pending) in inode.pending.range_mut(start / UNIT..=(end - 1) / UNIT) {
+            pending.flushed = true;
+        }
+    }
+
+    fn fence(&mut self) -> Result<()> {
+        let mut inode = self.inode.lock();
+        let Inode { data, pending, .. } = &mut *inode;
+        pending.retain(|&unit, unit_state| {
+            if unit_state.flushed {
+                Inode::make_durable(data, unit, &unit_state.value);
+            }
+            !unit_state.flushed
+        });
+        Ok(())
     }
 }
 
@@ -487,9 +656,40 @@ impl FileSystem for MemFileSystem {
         Ok(Box::new(MemFileLock { state: Arc::clone(&self.state), path: path.to_path_buf(), token }))
     }
 
-    fn map(&self, path: &Path, _len: u64) -> Result<Box<dyn super::MappedFile>> {
-        Err(crate::error::Error::InvalidArgument(format!("{}: mapping not implemented yet", path.display())))
+    fn map(&self, path: &Path, len: u64) -> Result<Box<dyn MappedFile>> {
+        let map_len = usize::try_from(len)
+            .map_err(|_| Error::InvalidArgument(format!("{}: mapping length {len} too large", path.display())))?;
+        let mut state = self.state.lock();
+        state.require_parent(path)?;
+        if state.dirs.contains(path) {
+            return Err(Error::InvalidArgument(format!("{} is a directory", path.display())));
+        }
+        let inode = match state.live.get(path) {
+            Some(existing) => Arc::clone(existing),
+            None => {
+                // Like `create`: the name is live at once, durable after `sync_dir`.
+                let inode = InodeRef::default();
+                state.live.insert(path.to_path_buf(), Arc::clone(&inode));
+                inode
+            }
+        };
+        let mut guard = inode.lock();
+        if guard.data.len() > map_len {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds {} bytes, more than the {map_len} bytes to map",
+                path.display(),
+                guard.data.len()
+            )));
+        }
+        // The OS implementation syncs an extension at once; from now on `data` is the durable
+        // image, all of it.
+        guard.set_len(map_len);
+        guard.synced_len = map_len;
+        let view = guard.current_view();
+        drop(guard);
+        Ok(Box::new(MemMappedFile { inode, view, path: path.to_path_buf() }))
     }
+
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
         let inode = self.state.lock().live_inode(path)?;
         let mut inode = inode.lock();
@@ -793,6 +993,182 @@ mod tests {
         drop(write_file(&fs, &path, &[(b"old contents", true)]));
         drop(write_file(&fs, &path, &[(b"new", false)]));
         assert_eq!(fs.read_all(&path).unwrap(), b"new");
+    }
+
+    /// The 8-byte word at unit `unit` of `bytes`.
+    fn word(bytes: &[u8], unit: usize) -> u64 {
+        u64::from_le_bytes(bytes[unit * 8..unit * 8 + 8].try_into().unwrap())
+    }
+
+    /// Maps a new `len`-byte file at `/db/name` whose directory entry is durable.
+    fn map_durable(fs: &MemFileSystem, name: &str, len: u64) -> Box<dyn MappedFile> {
+        let mapped = fs.map(&db_dir().join(name), len).unwrap();
+        fs.sync_dir(&db_dir()).unwrap();
+        mapped
+    }
+
+    #[test]
+    fn mapped_stores_are_durable_only_after_flush_and_fence() {
+        let fs = setup();
+        let path = db_dir().join("table");
+        let mut mapped = map_durable(&fs, "table", 64);
+        mapped.store_u64(16, 3);
+        mapped.store_u64(24, 4);
+        mapped.flush(16, 16);
+        mapped.fence().unwrap(); // units 2 and 3 are durable
+        mapped.store_u64(0, 1); // never flushed
+        mapped.store_u64(8, 2);
+        mapped.flush(8, 8); // flushed, not fenced
+        mapped.store_u64(24, 44);
+        mapped.flush(24, 8);
+        mapped.store_u64(24, 444); // stored again after its flush: unflushed again
+        mapped.fence().unwrap();
+        mapped.flush(0, 0);
+        assert_eq!((0..4).map(|u| word(mapped.bytes(), u)).collect::<Vec<_>>(), [1, 2, 3, 444]);
+        let durable = fs.read_all(&path).unwrap();
+        assert_eq!((0..4).map(|u| word(&durable, u)).collect::<Vec<_>>(), [0, 2, 3, 4], "reads see the durable image");
+
+        fs.crash();
+        let remapped = fs.map(&path, 64).unwrap();
+        assert_eq!((0..4).map(|u| word(remapped.bytes(), u)).collect::<Vec<_>>(), [0, 2, 3, 4]);
+        assert_eq!(fs.read_all(&path).unwrap(), remapped.bytes());
+    }
+
+    #[test]
+    fn crash_drops_flushed_but_unfenced_units() {
+        let fs = setup();
+        let mut mapped = map_durable(&fs, "table", 16);
+        mapped.store_u64(0, 1);
+        mapped.flush(0, 16);
+        mapped.store_u64(8, 2);
+        fs.crash();
+        assert_eq!(fs.read_all(&db_dir().join("table")).unwrap(), [0; 16]);
+    }
+
+    #[test]
+    fn remapping_without_a_crash_sees_every_store() {
+        let fs = setup();
+        let path = db_dir().join("table");
+        let mut mapped = map_durable(&fs, "table", 20);
+        mapped.write(6, b"abcdefghijkl"); // units 0, 1 and the short unit 2 (bytes 16..20)
+        drop(mapped);
+        let remapped = fs.map(&path, 20).unwrap();
+        assert_eq!(&remapped.bytes()[6..18], b"abcdefghijkl", "the page cache outlives the process");
+        drop(remapped);
+        fs.crash();
+        assert_eq!(fs.read_all(&path).unwrap(), [0; 20], "but none of it was durable");
+
+        let mut mapped = fs.map(&path, 20).unwrap();
+        mapped.write(12, b"wxyz1234");
+        mapped.flush(15, 1); // one byte flushes its whole unit (1)
+        mapped.flush(16, 100); // the short last unit, the range clipped to the file
+        mapped.fence().unwrap();
+        fs.crash();
+        assert_eq!(&fs.read_all(&path).unwrap()[8..], b"\0\0\0\0wxyz1234");
+    }
+
+    #[test]
+    fn torn_crash_keeps_some_pending_units_deterministically() {
+        const UNITS: usize = 1000;
+        let run = |seed| {
+            let fs = setup();
+            let mut mapped = map_durable(&fs, "table", (UNITS * 8) as u64);
+            for unit in 0..UNITS {
+                mapped.store_u64(unit * 8, unit as u64 + 1);
+                if unit % 2 == 0 {
+                    mapped.flush(unit * 8, 8);
+                }
+            }
+            fs.crash_with_torn_tails(seed);
+            fs.read_all(&db_dir().join("table")).unwrap()
+        };
+        for seed in 0..4 {
+            let data = run(seed);
+            let mut kept = [0usize; 2]; // by flushed-ness
+            for unit in 0..UNITS {
+                let value = word(&data, unit);
+                assert!(value == 0 || value == unit as u64 + 1, "seed {seed} unit {unit}: {value}");
+                kept[unit % 2] += usize::from(value != 0);
+            }
+            for kept in kept {
+                assert!((150..350).contains(&kept), "seed {seed}: about half of 500 kept, got {kept}");
+            }
+            assert_eq!(data, run(seed), "seed {seed}: same seed, same survivors");
+        }
+        assert_ne!(run(1), run(2));
+    }
+
+    #[test]
+    fn torn_crash_never_splits_an_aligned_word() {
+        const OLD: u64 = 0x1111_1111_1111_1111;
+        const NEW: u64 = 0x2222_2222_2222_2222;
+        let mut outcomes = BTreeSet::new();
+        for seed in 0..64 {
+            let fs = setup();
+            let mut mapped = map_durable(&fs, "table", 64);
+            for unit in 0..8 {
+                mapped.store_u64(unit * 8, OLD);
+            }
+            mapped.flush(0, 64);
+            mapped.fence().unwrap();
+            for unit in 0..8 {
+                mapped.store_u64(unit * 8, NEW);
+            }
+            mapped.flush(0, 32);
+            fs.crash_with_torn_tails(seed);
+            let data = fs.read_all(&db_dir().join("table")).unwrap();
+            for unit in 0..8 {
+                let value = word(&data, unit);
+                assert!(value == OLD || value == NEW, "seed {seed} unit {unit}: {value:#x}");
+                outcomes.insert(value);
+            }
+        }
+        assert_eq!(outcomes.len(), 2, "both the old and the new word survive under some seed");
+    }
+
+    #[test]
+    fn mapping_from_before_a_crash_cannot_touch_the_survivors() {
+        let fs = setup();
+        let path = db_dir().join("table");
+        let mut old = map_durable(&fs, "table", 16);
+        old.store_u64(0, 7);
+        old.flush(0, 8);
+        old.fence().unwrap();
+        fs.crash();
+        old.store_u64(0, 8);
+        old.store_u64(8, 9);
+        old.flush(0, 16);
+        old.fence().unwrap();
+        assert_eq!(word(old.bytes(), 1), 9, "the dead mapping still works on its own");
+        let new = fs.map(&path, 16).unwrap();
+        assert_eq!((word(new.bytes(), 0), word(new.bytes(), 1)), (7, 0));
+        fs.crash_with_torn_tails(5);
+        assert_eq!(word(&fs.read_all(&path).unwrap(), 0), 7);
+    }
+
+    #[test]
+    fn map_creates_extends_and_refuses_like_create() {
+        let fs = setup();
+        let path = db_dir().join("table");
+        assert_eq!(io_kind(fs.map(Path::new("/nowhere/t"), 8).err().unwrap()), io::ErrorKind::NotFound);
+        assert!(matches!(fs.map(&db_dir(), 8), Err(Error::InvalidArgument(_))));
+
+        let mapped = fs.map(&path, 8).unwrap();
+        assert_eq!(mapped.bytes(), [0; 8]);
+        drop(mapped);
+        fs.crash();
+        assert!(!fs.exists(&path), "a new name is durable only after sync_dir");
+
+        let _file = write_file(&fs, &path, &[(b"head", true)]);
+        fs.sync_dir(&db_dir()).unwrap();
+        assert!(matches!(fs.map(&path, 2), Err(Error::InvalidArgument(_))), "the file is longer");
+        let mapped = fs.map(&path, 12).unwrap();
+        assert_eq!(mapped.len(), 12);
+        assert_eq!(mapped.bytes(), b"head\0\0\0\0\0\0\0\0");
+        fs.crash();
+        assert_eq!(fs.read_all(&path).unwrap(), b"head\0\0\0\0\0\0\0\0", "the extension is durable");
+        assert!(fs.map(&path, 0).is_err());
+        assert!(fs.map(&db_dir().join("empty"), 0).unwrap().is_empty());
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The one I/O boundary: every file the engine touches goes through [`FileSystem`].
 //!
 //! Three implementations share the trait:
-//! - [`OsFileSystem`]: the real operating system (`pread`, `write`, `fsync`, `rename`, `flock`).
-//! - [`MemFileSystem`]: in memory; [`MemFileSystem::crash`] keeps only what was synced (and,
-//!   optionally, a random prefix of each unsynced tail), so crash tests exercise real recovery.
+//! - [`OsFileSystem`]: the real operating system (`pread`, `write`, `fsync`, `rename`, `flock`,
+//!   shared `mmap` and `msync` for [`MappedFile`]s).
+//! - [`MemFileSystem`]: in memory; [`MemFileSystem::crash`] keeps only what was synced or fenced
+//!   (and, optionally, a random prefix of each unsynced tail and a random subset of the mapped
+//!   8-byte units not yet fenced), so crash tests exercise real recovery.
 //! - [`FaultInjectingFileSystem`]: wraps another file system and fails chosen operations.
 //!
 //! Medium assumptions (documented in `docs/design.md`): `sync` makes a file's bytes durable;
@@ -17,6 +19,7 @@
 mod fault;
 mod mem;
 mod os;
+mod os_mapped;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -98,10 +101,12 @@ pub trait MappedFile: Send + Sync {
     }
     /// The current contents: every store so far, durable or not.
     fn bytes(&self) -> &[u8];
-    /// Stores `data` at `offset` (in bounds; not yet durable).
+    /// Stores `data` at `offset` (in bounds; not yet durable). A store reaching past the end is a
+    /// caller bug: it trips a debug assertion and is otherwise ignored (nothing is written).
     fn write(&mut self, offset: usize, data: &[u8]);
     /// Stores one 8-byte-aligned little-endian word as a single store: a crash leaves the old or
-    /// the new word, never a mix.
+    /// the new word, never a mix. A misaligned `offset` is a caller bug: it trips a debug
+    /// assertion and is otherwise stored as [`MappedFile::write`] would, which may tear.
     fn store_u64(&mut self, offset: usize, value: u64);
     /// Asks for `[offset, offset + len)` to be written back; durable after the next `fence`.
     fn flush(&mut self, offset: usize, len: usize);
@@ -156,8 +161,10 @@ pub trait FileSystem: Send + Sync + 'static {
         self.file_size(path)
     }
     /// Maps `path` into memory as a persistent-memory medium of exactly `len` bytes, creating
-    /// the file (zero-filled) or extending it with zeros if it is shorter. The caller makes a
-    /// new file's directory entry durable with `sync_dir`.
+    /// the file (zero-filled) or extending it with zeros if it is shorter (the new length is
+    /// durable on return); a file longer than `len` is [`crate::Error::InvalidArgument`]. The
+    /// caller makes a new file's directory entry durable with `sync_dir`. The file must not be
+    /// truncated while it is mapped.
     fn map(&self, path: &Path, len: u64) -> Result<Box<dyn MappedFile>>;
 }
 

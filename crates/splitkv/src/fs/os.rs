@@ -5,7 +5,7 @@
 //! bytes as of opening read-only into memory and copy from the map (no system call per read);
 //! bytes appended later are read with `pread`, so readers need no lock and see every byte
 //! appended after they were opened. Directory locks use `flock(LOCK_EX | LOCK_NB)`, which is
-//! released when the process dies.
+//! released when the process dies. [`FileSystem::map`] is in `os_mapped`.
 //!
 //! Maps are only taken of files this engine owns. Tables and sealed log segments never change;
 //! the one file that shrinks is a log segment whose torn tail recovery cuts off, and no read
@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 
 use smallvec::SmallVec;
 
-use super::{AccessPattern, FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{AccessPattern, FileLock, FileSystem, MappedFile, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 const WRITE_BUFFER: usize = 64 * 1024;
@@ -212,8 +212,8 @@ impl OsRandomAccessFile {
 /// `cachestat(2)`'s number, the same on every architecture (the libc crate lacks it for some).
 const SYS_CACHESTAT: libc::c_long = 451;
 
-/// The size of a memory page (the granularity of `mincore`).
-fn page_size() -> usize {
+/// The size of a memory page (the granularity of `mincore` and `msync`).
+pub(super) fn page_size() -> usize {
     static PAGE: OnceLock<usize> = OnceLock::new();
     *PAGE.get_or_init(|| {
         #[allow(unsafe_code)]
@@ -311,9 +311,10 @@ impl FileSystem for OsFileSystem {
         Ok(Box::new(OsFileLock { _file: file }))
     }
 
-    fn map(&self, path: &Path, _len: u64) -> Result<Box<dyn super::MappedFile>> {
-        Err(crate::error::Error::InvalidArgument(format!("{}: mapping not implemented yet", path.display())))
+    fn map(&self, path: &Path, len: u64) -> Result<Box<dyn MappedFile>> {
+        super::os_mapped::map(path, len)
     }
+
     fn punch_hole(&self, path: &Path, offset: u64, len: u64) -> Result<bool> {
         let file = OpenOptions::new().write(true).open(path)?;
         let (Ok(off), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
