@@ -458,6 +458,9 @@ impl FileSystem for FailingSyncs {
     fn lock(&self, path: &Path) -> crate::Result<Box<dyn crate::fs::FileLock>> {
         self.inner.lock(path)
     }
+    fn map(&self, path: &Path, len: u64) -> crate::Result<Box<dyn crate::fs::MappedFile>> {
+        self.inner.map(path, len)
+    }
 }
 
 #[test]
