@@ -51,6 +51,39 @@ fn dump_segment_lists_records_at_their_offsets() -> TestResult {
 }
 
 #[test]
+fn dump_segment_shows_predecessor_pointers() -> TestResult {
+    use splitkv::fs::OsFileSystem;
+    use splitkv::types::{SegmentId, SequenceNumber};
+    use splitkv::vlog::{RecordRef, ValueLog, VlogOptions};
+
+    // A segment as the hash index writes it: the second version of "k" points at the first.
+    let tmp = tempfile::tempdir()?;
+    let log = ValueLog::open(OsFileSystem::shared(), tmp.path(), VlogOptions::default())?;
+    let first = log.append_batch(&[RecordRef::put(SequenceNumber(1), b"k", b"v1")])?[0];
+    let second = RecordRef::put(SequenceNumber(2), b"k", b"v2").with_prev(Some(first));
+    let second_ptr = log.append_batch(&[second])?[0];
+    log.sync()?;
+    let segment = splitkv::filenames::segment_file(tmp.path(), SegmentId(1));
+
+    let (code, stdout, stderr) = outcome(&splitkv(["dump".as_ref(), "segment".as_ref(), segment.as_os_str()])?);
+    assert_eq!(code, Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].ends_with("segment 1, format version 2"), "{stdout}");
+    assert!(!lines[1].contains("prev="), "{stdout}");
+    let link = format!(" prev=1:{}+{} ", first.offset, first.len);
+    assert!(lines[2].starts_with(&format!("offset {} ", second_ptr.offset)) && lines[2].contains(&link), "{stdout}");
+
+    let dump = json_of(&splitkv(["dump".as_ref(), "segment".as_ref(), "--json".as_ref(), segment.as_os_str()])?)?;
+    let records = dump["records"].as_array().ok_or("records")?;
+    assert_eq!(dump["format_version"], 2);
+    assert!(records[0].get("prev").is_none());
+    assert_eq!(records[1]["prev"]["segment"], 1);
+    assert_eq!(records[1]["prev"]["offset"], first.offset);
+    assert_eq!(records[1]["prev"]["len"], first.len);
+    Ok(())
+}
+
+#[test]
 fn dump_manifest_shows_the_flushed_table() -> TestResult {
     let (_tmp, db) = temp_db()?;
     build_db(&db)?;

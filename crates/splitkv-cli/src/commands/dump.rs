@@ -108,14 +108,17 @@ pub fn sst(path: &Path, out: Output) -> Result<Exit, CliError> {
 
 /// Dumps every record of a value-log segment.
 ///
+/// A record that carries the pointer of its key's previous version (written by the hash index
+/// mode, format version 2) shows it as `prev=<segment>:<offset>+<len>`, in JSON as `prev`.
 /// Runs of dead records that the MANIFEST beside the segment records as skipped (their bytes
 /// may be punched out) are listed, not read.
 pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
     let skipped = recorded_skips(path);
     let scan = scan_segment(os_fs().as_ref(), path, &skipped)?;
     let id = scan.segment_id();
+    let version = scan.format_version();
     if !out.json {
-        outln!("{}: segment {id}", path.display());
+        outln!("{}: segment {id}, format version {version}", path.display());
         for (start, end) in &skipped {
             outln!("skipped {start}..{end} (dead records, punched out)");
         }
@@ -142,19 +145,30 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
             if rec.kind == RecordKind::Put {
                 row["value"] = json!(out.style.show(&rec.value));
             }
+            if let Some(p) = rec.prev {
+                row["prev"] = json!({ "segment": p.segment.0, "offset": p.offset, "len": p.len });
+            }
             records.push(row);
         } else {
+            // Before the value, whose preview can be long, so the chain link stays in view.
+            let prev = rec.prev.map(|p| format!(" prev={}:{}+{}", p.segment.0, p.offset, p.len)).unwrap_or_default();
             let value = match rec.kind {
                 RecordKind::Put => format!(" {} bytes: {}", rec.value.len(), out.style.preview(&rec.value)),
                 RecordKind::Delete => String::new(),
             };
-            outln!("offset {offset} len {} @{} {kind} {}{value}", rec.pointer.len, rec.seq, out.style.show(&rec.key));
+            outln!(
+                "offset {offset} len {} @{} {kind} {}{prev}{value}",
+                rec.pointer.len,
+                rec.seq,
+                out.style.show(&rec.key)
+            );
         }
     }
     if out.json {
         print_json(&json!({
             "file": path.display().to_string(),
             "segment": id.0,
+            "format_version": version,
             "skipped": skipped.iter().map(|(start, end)| json!({ "start": start, "end": end })).collect::<Vec<_>>(),
             "records": records,
             "error": failure.as_ref().map(ToString::to_string),

@@ -153,7 +153,9 @@ impl DbInner {
                         BatchOp::Put { value, .. } => (RecordKind::Put, value.as_slice()),
                         BatchOp::Delete { .. } => (RecordKind::Delete, &[][..]),
                     };
-                    records.push(RecordRef { seq: SequenceNumber(seq), kind, key: op.key(), value });
+                    // The LSM index keeps versions in its tables, not in a chain through the
+                    // log: no predecessor, so the record is encoded exactly as in format 1.
+                    records.push(RecordRef { seq: SequenceNumber(seq), kind, key: op.key(), value, prev: None });
                 }
                 if records.is_empty() {
                     continue;

@@ -10,6 +10,11 @@
 //! the last segment; anything else that fails validation is [`Error::Corruption`]. Byte layouts
 //! and the torn-tail rule are specified in `docs/format/vlog.md`.
 //!
+//! A record may carry the pointer of its key's previous version ([`RecordRef::prev`], format
+//! version 2): the persistent-hash index's version chain, which snapshot reads walk back with
+//! [`ValueLog::read_record`]. The log stores, validates and returns it but never follows it; the
+//! LSM mode never sets it, so its records cost no extra byte.
+//!
 //! Invariants: records are immutable once appended; a [`ValuePointer`] handed out stays readable
 //! until its segment is removed; after a failed write or fsync the log is poisoned and refuses
 //! appends and syncs (reads keep working).
@@ -35,11 +40,12 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
 pub use record::{
-    RecordKind, RecordRef, FLAG_BATCH_END, FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
+    RecordKind, RecordRef, FLAG_BATCH_END, FLAG_HAS_PREV, FORMAT_VERSION, MIN_FORMAT_VERSION, PREV_POINTER_LEN,
+    RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
 };
 pub use segment::{scan_segment, zeros_between, SegmentScan};
 
-use record::{check_body, decode_record_header, encode_record, header_bytes, record_len, RecordHeader};
+use record::{check_record, decode_record_header, encode_record, header_bytes, prev_precedes, RecordHeader};
 use segment::{read_segment_header, Segment};
 use writer::Writer;
 
@@ -76,6 +82,19 @@ pub struct ReplayedRecord {
     pub value: Vec<u8>,
     /// Where the record lives.
     pub pointer: ValuePointer,
+    /// Where the previous version of the key lives, if the writer recorded it (the
+    /// persistent-hash index's version chain; always `None` in the LSM mode).
+    pub prev: Option<ValuePointer>,
+}
+
+/// One record read through a pointer and validated, from [`ValueLog::fetch`].
+struct Fetched {
+    /// The whole encoded record.
+    bytes: Vec<u8>,
+    header: RecordHeader,
+    prev: Option<ValuePointer>,
+    /// The segment it was read from, for error reports.
+    segment: Arc<Segment>,
 }
 
 /// A segment and its current length (buffered bytes included for the active one).
@@ -122,12 +141,15 @@ impl ValueLog {
             // bring in a whole read-ahead window (megabytes) of a segment nobody asked for.
             file.advise(AccessPattern::Random);
             let len = file.len()?;
+            // A header-less newest segment holds no record, so the version it would have had
+            // never decides anything; replay removes it.
+            let mut version = FORMAT_VERSION;
             if len >= SEGMENT_HEADER_LEN {
-                read_segment_header(file.as_ref(), &path, Some(id))?;
+                version = read_segment_header(file.as_ref(), &path, Some(id))?.version;
             } else if i + 1 != ids.len() {
                 return Err(Error::corruption(&path, 0, "segment is shorter than its header"));
             }
-            let segment = Segment { id, path, file, len: AtomicU64::new(len), active: AtomicBool::new(false) };
+            let segment = Segment { id, path, file, version, len: AtomicU64::new(len), active: AtomicBool::new(false) };
             segments.insert(id, Arc::new(segment));
         }
         let next_id = SegmentId(ids.last().map_or(1, |id| id.0 + 1));
@@ -146,6 +168,12 @@ impl ValueLog {
     /// The records are consecutive in one segment and the last carries the batch-end flag, so
     /// recovery applies all of them or none. The bytes are buffered; they are durable only after
     /// [`ValueLog::sync`]. An empty batch appends nothing.
+    ///
+    /// A record's predecessor ([`RecordRef::prev`]) must address a record wholly before the
+    /// batch: in an older segment, or ending at or before the current head of the same one.
+    /// Readers reject any other predecessor as corruption (so a version chain always descends
+    /// and a walk along it ends); here it is refused as an invalid argument before anything is
+    /// written. A record's predecessor therefore cannot be another record of the same batch.
     pub fn append_batch(&self, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>> {
         let mut guard = self.writer.lock();
         let w = &mut *guard;
@@ -153,15 +181,24 @@ impl ValueLog {
         if records.is_empty() {
             return Ok(Vec::new());
         }
+        // Rotation below only moves the head forward, so a predecessor before it now stays so.
+        let head = w.head();
         let mut batch_len = 0u64;
         for rec in records {
-            let len = record_len(rec.key.len(), rec.value.len()).ok_or_else(|| {
+            let len = rec.encoded_len().ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "record of {} key bytes and {} value bytes exceeds the 4 GiB record limit",
                     rec.key.len(),
                     rec.value.len()
                 ))
             })?;
+            if let Some(prev) = rec.prev.filter(|p| !prev_precedes(p, head.segment, head.offset)) {
+                return Err(Error::InvalidArgument(format!(
+                    "predecessor pointer (segment {}, offset {}, len {}) does not address a record before \
+                     the log head (segment {}, offset {})",
+                    prev.segment, prev.offset, prev.len, head.segment, head.offset
+                )));
+            }
             batch_len += u64::from(len);
         }
         w.poison_on_error(|w| self.make_room(w, batch_len))?;
@@ -210,6 +247,7 @@ impl ValueLog {
                 id: sealed.id,
                 path: sealed.path.clone(),
                 file,
+                version: sealed.version,
                 len: AtomicU64::new(sealed.readable_len()),
                 active: AtomicBool::new(false),
             };
@@ -258,28 +296,31 @@ impl ValueLog {
 
     /// Reads the value at `ptr`, verifying that the record there is intact and belongs to `key`.
     pub fn read(&self, ptr: &ValuePointer, key: &[u8]) -> Result<Bytes> {
-        let (bytes, header, segment) = self.fetch(ptr)?;
+        let Fetched { bytes, header, segment, .. } = self.fetch(ptr)?;
         if bytes[header.key_range()] != *key {
             return Err(Error::corruption(&segment.path, ptr.offset, "record key differs from the key looked up"));
         }
         Ok(Bytes::from(bytes).slice(header.value_range()))
     }
 
-    /// Reads and validates the whole record at `ptr`.
+    /// Reads and validates the whole record at `ptr`, predecessor pointer included: the step a
+    /// snapshot read takes along a key's version chain.
     pub fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord> {
-        let (bytes, header, _) = self.fetch(ptr)?;
+        let Fetched { bytes, header, prev, .. } = self.fetch(ptr)?;
         Ok(ReplayedRecord {
             seq: header.seq,
             kind: header.kind,
             key: bytes[header.key_range()].to_vec(),
             value: bytes[header.value_range()].to_vec(),
             pointer: *ptr,
+            prev,
         })
     }
 
     /// Reads the `ptr.len` bytes at `ptr` (from the file, or the write buffer if not yet
-    /// flushed) and validates them as one record.
-    fn fetch(&self, ptr: &ValuePointer) -> Result<(Vec<u8>, RecordHeader, Arc<Segment>)> {
+    /// flushed) and validates them as one record; returns them with the decoded header and
+    /// predecessor pointer.
+    fn fetch(&self, ptr: &ValuePointer) -> Result<Fetched> {
         let segment = self.segments.read().get(&ptr.segment).cloned();
         let Some(segment) = segment else {
             return Err(Error::corruption(
@@ -308,7 +349,7 @@ impl ValueLog {
         };
         let header = header_bytes(&bytes)
             .ok_or("short record")
-            .and_then(decode_record_header)
+            .and_then(|h| decode_record_header(h, segment.version))
             .map_err(|reason| corrupt(reason.into()))?;
         if header.record_len() != u64::from(ptr.len) {
             return Err(corrupt(format!(
@@ -317,8 +358,8 @@ impl ValueLog {
                 header.record_len()
             )));
         }
-        check_body(&header, &bytes[RECORD_HEADER_LEN..]).map_err(|reason| corrupt(reason.into()))?;
-        Ok((bytes, header, segment))
+        let prev = check_record(&header, &bytes, ptr.segment, ptr.offset).map_err(|reason| corrupt(reason.into()))?;
+        Ok(Fetched { bytes, header, prev, segment })
     }
 
     /// The `len` bytes at `offset` of the active segment, from the write buffer or, if a flush

@@ -27,7 +27,7 @@ use std::thread;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
-use super::record::{check_body, decode_record_header, header_bytes, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+use super::record::{check_record, decode_record_header, header_bytes, SEGMENT_HEADER_LEN};
 use super::ValueLog;
 use crate::types::ValuePointer;
 
@@ -283,10 +283,10 @@ impl ValueLog {
             }
             let run = &indices[start..end];
             match self.read_span(first, run_end) {
-                Some(span) => {
+                Some((span, version)) => {
                     for &i in run {
                         let req = &requests[i];
-                        out.push(value_in_span(&span, first.offset, &req.pointer, &keys[req.key.clone()]));
+                        out.push(value_in_span(&span, first.offset, version, &req.pointer, &keys[req.key.clone()]));
                     }
                 }
                 None => out.extend(run.iter().map(|_| None)),
@@ -296,28 +296,29 @@ impl ValueLog {
         out
     }
 
-    /// The bytes `[first.offset, end)` of `first.segment` if they are all in the file.
-    fn read_span(&self, first: ValuePointer, end: u64) -> Option<Bytes> {
+    /// The bytes `[first.offset, end)` of `first.segment` if they are all in the file, with the
+    /// segment's format version (which its records are decoded by).
+    fn read_span(&self, first: ValuePointer, end: u64) -> Option<(Bytes, u32)> {
         let segment = self.segments.read().get(&first.segment).cloned()?;
         if first.offset < SEGMENT_HEADER_LEN || end > segment.readable_len() {
             return None;
         }
         let mut bytes = vec![0u8; usize::try_from(end - first.offset).ok()?];
         segment.file.read_exact_at(first.offset, &mut bytes).ok()?;
-        Some(Bytes::from(bytes))
+        Some((Bytes::from(bytes), segment.version))
     }
 }
 
-/// The value of the record at `ptr` inside `span` (which starts at `span_start`), if the record is
-/// intact, has the pointer's length and belongs to `key`.
-fn value_in_span(span: &Bytes, span_start: u64, ptr: &ValuePointer, key: &[u8]) -> Option<Bytes> {
+/// The value of the record at `ptr` inside `span` (which starts at `span_start` in a segment of
+/// format `version`), if the record is intact, has the pointer's length and belongs to `key`.
+fn value_in_span(span: &Bytes, span_start: u64, version: u32, ptr: &ValuePointer, key: &[u8]) -> Option<Bytes> {
     let start = usize::try_from(ptr.offset.checked_sub(span_start)?).ok()?;
     let record = span.get(start..start.checked_add(ptr.len as usize)?)?;
-    let header = decode_record_header(header_bytes(record)?).ok()?;
-    if header.record_len() != u64::from(ptr.len) || record[header.key_range()] != *key {
+    let header = decode_record_header(header_bytes(record)?, version).ok()?;
+    if header.record_len() != u64::from(ptr.len) || record.get(header.key_range())? != key {
         return None;
     }
-    check_body(&header, record.get(RECORD_HEADER_LEN..)?).ok()?;
+    check_record(&header, record, ptr.segment, ptr.offset).ok()?;
     let value = header.value_range();
     Some(span.slice(start + value.start..start + value.end))
 }

@@ -2,30 +2,54 @@
 //!
 //! A segment file starts with a 24-byte header naming the format version and the segment id,
 //! followed by records laid end to end. Every record carries two checksums: one over its fixed
-//! header (which includes the lengths) and one over its key and value. Recovery relies on the
-//! split: when the bytes of a header are all present, its checksum tells a damaged header
-//! (corruption) from a genuine one whose lengths can then be trusted to decide whether the body
-//! was cut short by a crash (a torn tail).
+//! header (which includes the lengths and flags) and one over its body (the optional predecessor
+//! pointer, the key and the value). Recovery relies on the split: when the bytes of a header are
+//! all present, its checksum tells a damaged header (corruption) from a genuine one whose lengths
+//! can then be trusted to decide whether the body was cut short by a crash (a torn tail).
+//!
+//! Version 2 added the predecessor pointer (`FLAG_HAS_PREV`): the persistent-hash index keeps a
+//! chain of a key's versions through the log, so a snapshot read can walk back from the newest
+//! record. The LSM mode never sets it, and a record without it is byte-for-byte a version-1
+//! record. Which flags are legal depends on the segment's version, so record decoding takes it.
 //!
 //! Everything here is pure encoding and validation on byte slices; it is thread-agnostic.
 
+use std::ops::Range;
+
 use crate::coding::masked_crc;
-use crate::types::{SegmentId, SequenceNumber};
+use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 
 /// Identifies a value-log segment file.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SPLKVLOG";
 /// Version of the segment and record layout written by this code.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// Oldest segment layout this code reads: version 1 is version 2 without `FLAG_HAS_PREV`.
+pub const MIN_FORMAT_VERSION: u32 = 1;
 /// Bytes of the segment header; the first record starts here.
 pub const SEGMENT_HEADER_LEN: u64 = 24;
-/// Bytes of a record's fixed header, before the key.
+/// Bytes of a record's fixed header, before the body.
 pub const RECORD_HEADER_LEN: usize = 26;
 /// Record flag: this record closes its batch; a batch is applied only once this is seen.
 pub const FLAG_BATCH_END: u8 = 1;
+/// Record flag (format version 2): the body starts with the pointer of the key's previous
+/// version, [`PREV_POINTER_LEN`] bytes, before the key.
+pub const FLAG_HAS_PREV: u8 = 2;
+/// Bytes of an encoded predecessor pointer: segment id u64, offset u64, length u32, all LE.
+/// Fixed-width rather than varints so the key's position follows from the flags alone.
+pub const PREV_POINTER_LEN: usize = 20;
 
-const KNOWN_FLAGS: u8 = FLAG_BATCH_END;
 /// Bytes covered by the header checksum: `body_crc` through `value_len`.
-const HEADER_CRC_RANGE: std::ops::Range<usize> = 4..RECORD_HEADER_LEN;
+const HEADER_CRC_RANGE: Range<usize> = 4..RECORD_HEADER_LEN;
+
+/// The flag bits a record of a segment of format `version` may carry; any other bit is
+/// corruption (a version-1 segment predates `FLAG_HAS_PREV`, so there it is damage too).
+fn known_flags(version: u32) -> u8 {
+    if version >= 2 {
+        FLAG_BATCH_END | FLAG_HAS_PREV
+    } else {
+        FLAG_BATCH_END
+    }
+}
 
 /// What a log record does to its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,41 +83,83 @@ pub struct RecordRef<'a> {
     pub key: &'a [u8],
     /// Value (empty for deletes).
     pub value: &'a [u8],
+    /// Where the previous version of `key` lives, for the persistent-hash index's version chain;
+    /// `None` (the LSM mode, or a key's first version) encodes no extra byte. It must address a
+    /// record wholly before the batch being appended (see [`crate::vlog::ValueLog::append_batch`]).
+    pub prev: Option<ValuePointer>,
 }
 
 impl<'a> RecordRef<'a> {
-    /// A put of `value` under `key`.
+    /// A put of `value` under `key`, with no predecessor.
     pub fn put(seq: SequenceNumber, key: &'a [u8], value: &'a [u8]) -> Self {
-        RecordRef { seq, kind: RecordKind::Put, key, value }
+        RecordRef { seq, kind: RecordKind::Put, key, value, prev: None }
     }
 
-    /// A deletion of `key`.
+    /// A deletion of `key`, with no predecessor.
     pub fn delete(seq: SequenceNumber, key: &'a [u8]) -> Self {
-        RecordRef { seq, kind: RecordKind::Delete, key, value: &[] }
+        RecordRef { seq, kind: RecordKind::Delete, key, value: &[], prev: None }
+    }
+
+    /// The same record with `prev` as its predecessor pointer.
+    pub fn with_prev(self, prev: Option<ValuePointer>) -> Self {
+        RecordRef { prev, ..self }
+    }
+
+    /// Encoded length, or `None` if it would not fit the pointer's `u32` length.
+    pub fn encoded_len(&self) -> Option<u32> {
+        record_len(self.key.len(), self.value.len(), self.prev.is_some())
     }
 }
 
 /// Encoded length of a record, or `None` if it would not fit the pointer's `u32` length.
-pub fn record_len(key_len: usize, value_len: usize) -> Option<u32> {
-    let total = RECORD_HEADER_LEN.checked_add(key_len)?.checked_add(value_len)?;
+pub fn record_len(key_len: usize, value_len: usize, has_prev: bool) -> Option<u32> {
+    let prev_len = if has_prev { PREV_POINTER_LEN } else { 0 };
+    let total = RECORD_HEADER_LEN.checked_add(prev_len)?.checked_add(key_len)?.checked_add(value_len)?;
     u32::try_from(total).ok()
+}
+
+/// True if `prev` could address a record that ends at or before `offset` of `segment`. The
+/// chain of predecessors then strictly descends through the log, so walking it always ends,
+/// even over a damaged file whose checksums happen to match.
+pub(crate) fn prev_precedes(prev: &ValuePointer, segment: SegmentId, offset: u64) -> bool {
+    let addresses_a_record = prev.offset >= SEGMENT_HEADER_LEN && prev.len as usize >= RECORD_HEADER_LEN;
+    let before = prev.segment < segment
+        || (prev.segment == segment && prev.offset.saturating_add(u64::from(prev.len)) <= offset);
+    addresses_a_record && before
+}
+
+fn encode_prev(dst: &mut Vec<u8>, prev: &ValuePointer) {
+    dst.extend_from_slice(&prev.segment.0.to_le_bytes());
+    dst.extend_from_slice(&prev.offset.to_le_bytes());
+    dst.extend_from_slice(&prev.len.to_le_bytes());
+}
+
+fn decode_prev(bytes: &[u8; PREV_POINTER_LEN]) -> ValuePointer {
+    ValuePointer { segment: SegmentId(le_u64(bytes, 0)), offset: le_u64(bytes, 8), len: le_u32(bytes, 16) }
 }
 
 /// Appends the encoding of `rec` to `dst` and returns its length.
 ///
-/// The caller must have checked [`record_len`]; the record is encoded in place so that appending
-/// costs no allocation beyond the buffer's own growth, and each checksum runs over one
-/// contiguous slice.
+/// The caller must have checked [`RecordRef::encoded_len`]; the record is encoded in place so
+/// that appending costs no allocation beyond the buffer's own growth, and each checksum runs
+/// over one contiguous slice (the predecessor sits inside the body, so the body checksum covers
+/// it without a second pass).
 pub(crate) fn encode_record(dst: &mut Vec<u8>, rec: &RecordRef<'_>, batch_end: bool) -> u32 {
-    debug_assert!(record_len(rec.key.len(), rec.value.len()).is_some());
+    debug_assert!(rec.encoded_len().is_some());
     let start = dst.len();
-    let flags = if batch_end { FLAG_BATCH_END } else { 0 };
+    let mut flags = if batch_end { FLAG_BATCH_END } else { 0 };
+    if rec.prev.is_some() {
+        flags |= FLAG_HAS_PREV;
+    }
     dst.extend_from_slice(&[0u8; 8]); // both checksums, filled in once the bytes they cover exist
     dst.extend_from_slice(&rec.seq.0.to_le_bytes());
     dst.push(rec.kind as u8);
     dst.push(flags);
     dst.extend_from_slice(&(rec.key.len() as u32).to_le_bytes());
     dst.extend_from_slice(&(rec.value.len() as u32).to_le_bytes());
+    if let Some(prev) = &rec.prev {
+        encode_prev(dst, prev);
+    }
     dst.extend_from_slice(rec.key);
     dst.extend_from_slice(rec.value);
     let body_crc = masked_crc(&dst[start + RECORD_HEADER_LEN..]);
@@ -110,24 +176,41 @@ pub(crate) struct RecordHeader {
     pub seq: SequenceNumber,
     pub kind: RecordKind,
     pub batch_end: bool,
+    /// The body starts with a predecessor pointer ([`FLAG_HAS_PREV`]).
+    pub has_prev: bool,
     pub key_len: u32,
     pub value_len: u32,
 }
 
 impl RecordHeader {
-    /// Full encoded length: header, key and value.
+    /// Bytes of the predecessor pointer in the body: 0 or [`PREV_POINTER_LEN`].
+    fn prev_len(&self) -> usize {
+        if self.has_prev {
+            PREV_POINTER_LEN
+        } else {
+            0
+        }
+    }
+
+    /// Full encoded length: header, predecessor pointer if any, key and value.
     pub fn record_len(&self) -> u64 {
-        RECORD_HEADER_LEN as u64 + u64::from(self.key_len) + u64::from(self.value_len)
+        (RECORD_HEADER_LEN + self.prev_len()) as u64 + u64::from(self.key_len) + u64::from(self.value_len)
+    }
+
+    /// Byte range of the predecessor pointer within the encoded record, if it has one.
+    pub fn prev_range(&self) -> Option<Range<usize>> {
+        self.has_prev.then_some(RECORD_HEADER_LEN..RECORD_HEADER_LEN + PREV_POINTER_LEN)
     }
 
     /// Byte range of the key within the encoded record.
-    pub fn key_range(&self) -> std::ops::Range<usize> {
-        RECORD_HEADER_LEN..RECORD_HEADER_LEN + self.key_len as usize
+    pub fn key_range(&self) -> Range<usize> {
+        let start = RECORD_HEADER_LEN + self.prev_len();
+        start..start + self.key_len as usize
     }
 
     /// Byte range of the value within the encoded record.
-    pub fn value_range(&self) -> std::ops::Range<usize> {
-        let start = RECORD_HEADER_LEN + self.key_len as usize;
+    pub fn value_range(&self) -> Range<usize> {
+        let start = self.key_range().end;
         start..start + self.value_len as usize
     }
 }
@@ -144,21 +227,30 @@ fn le_u64(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(word)
 }
 
-/// Validates and decodes a record header; the error is the reason for a corruption report.
-pub(crate) fn decode_record_header(bytes: &[u8; RECORD_HEADER_LEN]) -> Result<RecordHeader, &'static str> {
+/// Validates and decodes a record header of a segment of format `version`; the error is the
+/// reason for a corruption report.
+pub(crate) fn decode_record_header(
+    bytes: &[u8; RECORD_HEADER_LEN],
+    version: u32,
+) -> Result<RecordHeader, &'static str> {
     if le_u32(bytes, 0) != masked_crc(&bytes[HEADER_CRC_RANGE]) {
         return Err("record header checksum mismatch");
     }
     let kind = RecordKind::from_u8(bytes[16]).ok_or("unknown record kind")?;
     let flags = bytes[17];
-    if flags & !KNOWN_FLAGS != 0 {
-        return Err("unknown record flags");
+    if flags & !known_flags(version) != 0 {
+        return Err(if flags & !known_flags(FORMAT_VERSION) == 0 {
+            "predecessor flag in a version-1 segment"
+        } else {
+            "unknown record flags"
+        });
     }
     Ok(RecordHeader {
         body_crc: le_u32(bytes, 4),
         seq: SequenceNumber(le_u64(bytes, 8)),
         kind,
         batch_end: flags & FLAG_BATCH_END != 0,
+        has_prev: flags & FLAG_HAS_PREV != 0,
         key_len: le_u32(bytes, 18),
         value_len: le_u32(bytes, 22),
     })
@@ -169,31 +261,63 @@ pub(crate) fn header_bytes(record: &[u8]) -> Option<&[u8; RECORD_HEADER_LEN]> {
     record.first_chunk::<RECORD_HEADER_LEN>()
 }
 
-/// Checks the key-and-value checksum of a record whose header was decoded.
-pub(crate) fn check_body(header: &RecordHeader, body: &[u8]) -> Result<(), &'static str> {
+/// Validates the body of `record`, the whole encoded record at `offset` of `segment` whose
+/// header was decoded, and returns its predecessor pointer.
+///
+/// Checks that `record` has the header's length, the body checksum (predecessor, key and value),
+/// and that a predecessor addresses a record wholly before this one ([`prev_precedes`]).
+pub(crate) fn check_record(
+    header: &RecordHeader,
+    record: &[u8],
+    segment: SegmentId,
+    offset: u64,
+) -> Result<Option<ValuePointer>, &'static str> {
+    if record.len() as u64 != header.record_len() {
+        return Err("record length differs from its header");
+    }
+    let body = record.get(RECORD_HEADER_LEN..).ok_or("short record")?;
     if masked_crc(body) != header.body_crc {
         return Err("record body checksum mismatch");
     }
-    Ok(())
+    let Some(range) = header.prev_range() else { return Ok(None) };
+    let prev =
+        record.get(range).and_then(|b| b.first_chunk::<PREV_POINTER_LEN>()).map(decode_prev).ok_or("short record")?;
+    if !prev_precedes(&prev, segment, offset) {
+        return Err("predecessor pointer does not address an earlier record");
+    }
+    Ok(Some(prev))
 }
 
 /// The 24-byte header written at the start of segment `id`.
 pub(crate) fn encode_segment_header(id: SegmentId) -> [u8; SEGMENT_HEADER_LEN as usize] {
+    encode_segment_header_version(id, FORMAT_VERSION)
+}
+
+/// A segment header claiming format `version`; only tests write anything but the current one.
+pub(crate) fn encode_segment_header_version(id: SegmentId, version: u32) -> [u8; SEGMENT_HEADER_LEN as usize] {
     let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
     header[0..8].copy_from_slice(&SEGMENT_MAGIC);
-    header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header[8..12].copy_from_slice(&version.to_le_bytes());
     header[12..20].copy_from_slice(&id.0.to_le_bytes());
     let crc = masked_crc(&header[0..20]);
     header[20..24].copy_from_slice(&crc.to_le_bytes());
     header
 }
 
-/// Validates a segment header and returns the segment id it names; `expected` is the id the
-/// file name claims, if known.
+/// What a valid segment header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SegmentHeader {
+    pub id: SegmentId,
+    /// Format version, within `MIN_FORMAT_VERSION..=FORMAT_VERSION`; decides the legal flags.
+    pub version: u32,
+}
+
+/// Validates a segment header and returns the segment id and version it names; `expected` is
+/// the id the file name claims, if known.
 pub(crate) fn check_segment_header(
     header: &[u8; SEGMENT_HEADER_LEN as usize],
     expected: Option<SegmentId>,
-) -> Result<SegmentId, String> {
+) -> Result<SegmentHeader, String> {
     if le_u32(header, 20) != masked_crc(&header[0..20]) {
         return Err("segment header checksum mismatch".into());
     }
@@ -201,13 +325,15 @@ pub(crate) fn check_segment_header(
         return Err("not a value-log segment (bad magic)".into());
     }
     let version = le_u32(header, 8);
-    if version != FORMAT_VERSION {
-        return Err(format!("unsupported segment format version {version}"));
+    if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+        return Err(format!(
+            "unsupported segment format version {version} (this build reads {MIN_FORMAT_VERSION} to {FORMAT_VERSION})"
+        ));
     }
     let id = SegmentId(le_u64(header, 12));
     match expected {
         Some(want) if want != id => Err(format!("segment header names segment {id}, file name says {want}")),
-        _ => Ok(id),
+        _ => Ok(SegmentHeader { id, version }),
     }
 }
 
@@ -219,8 +345,23 @@ mod tests {
         let mut buf = vec![0xAA]; // a prefix shows encoding does not assume an empty buffer
         let len = encode_record(&mut buf, rec, batch_end);
         assert_eq!(len as usize, buf.len() - 1);
+        assert_eq!(Some(len), rec.encoded_len());
         buf.remove(0);
         buf
+    }
+
+    /// Where the records under test claim to live: after their predecessors below.
+    const SEGMENT: SegmentId = SegmentId(5);
+    const OFFSET: u64 = 4096;
+
+    fn prev() -> ValuePointer {
+        ValuePointer { segment: SegmentId(3), offset: 0x0102_0304_0506, len: 77 }
+    }
+
+    fn decode(bytes: &[u8]) -> (RecordHeader, Option<ValuePointer>) {
+        let header = decode_record_header(header_bytes(bytes).unwrap(), FORMAT_VERSION).unwrap();
+        let prev = check_record(&header, bytes, SEGMENT, OFFSET).unwrap();
+        (header, prev)
     }
 
     #[test]
@@ -228,14 +369,57 @@ mod tests {
         let rec = RecordRef::put(SequenceNumber(77), b"key", b"value");
         let bytes = encode(&rec, true);
         assert_eq!(bytes.len(), RECORD_HEADER_LEN + 3 + 5);
-        let header = decode_record_header(header_bytes(&bytes).unwrap()).unwrap();
+        let (header, prev) = decode(&bytes);
         assert_eq!(header.seq, SequenceNumber(77));
         assert_eq!(header.kind, RecordKind::Put);
         assert!(header.batch_end);
+        assert!(!header.has_prev);
+        assert_eq!(prev, None);
+        assert_eq!(header.prev_range(), None);
         assert_eq!(&bytes[header.key_range()], b"key");
         assert_eq!(&bytes[header.value_range()], b"value");
         assert_eq!(header.record_len(), bytes.len() as u64);
-        check_body(&header, &bytes[RECORD_HEADER_LEN..]).unwrap();
+    }
+
+    #[test]
+    fn a_record_without_prev_is_byte_for_byte_a_version_1_record() {
+        // The LSM mode must keep writing exactly what it wrote before the flag existed: flags
+        // hold only BATCH_END and the key follows the fixed header directly.
+        let bytes = encode(&RecordRef::put(SequenceNumber(9), b"k", b"v"), false);
+        assert_eq!(bytes[17], 0);
+        assert_eq!(&bytes[RECORD_HEADER_LEN..], b"kv");
+        let header = decode_record_header(header_bytes(&bytes).unwrap(), 1).unwrap();
+        assert_eq!(check_record(&header, &bytes, SEGMENT, OFFSET), Ok(None));
+    }
+
+    #[test]
+    fn records_with_prev_round_trip_for_puts_and_deletes() {
+        let put = RecordRef::put(SequenceNumber(8), b"key", b"value").with_prev(Some(prev()));
+        let del = RecordRef::delete(SequenceNumber(9), b"key").with_prev(Some(prev()));
+        for (rec, batch_end) in [(put, false), (del, true)] {
+            let bytes = encode(&rec, batch_end);
+            assert_eq!(bytes.len(), RECORD_HEADER_LEN + PREV_POINTER_LEN + 3 + rec.value.len());
+            assert_eq!(bytes[17], FLAG_HAS_PREV | if batch_end { FLAG_BATCH_END } else { 0 });
+            // The fixed little-endian layout, straight after the header.
+            let p = &bytes[RECORD_HEADER_LEN..RECORD_HEADER_LEN + PREV_POINTER_LEN];
+            assert_eq!(p[..8], 3u64.to_le_bytes());
+            assert_eq!(p[8..16], 0x0102_0304_0506u64.to_le_bytes());
+            assert_eq!(p[16..], 77u32.to_le_bytes());
+            // Lengths in the header stay the key's and the value's.
+            assert_eq!(bytes[18..22], 3u32.to_le_bytes());
+            assert_eq!(bytes[22..26], (rec.value.len() as u32).to_le_bytes());
+
+            let (header, decoded) = decode(&bytes);
+            assert_eq!(decoded, Some(prev()));
+            assert_eq!((header.kind, header.batch_end, header.has_prev), (rec.kind, batch_end, true));
+            assert_eq!(header.record_len(), bytes.len() as u64);
+            assert_eq!(&bytes[header.key_range()], b"key");
+            assert_eq!(&bytes[header.value_range()], rec.value);
+        }
+        // `with_prev(None)` takes a predecessor away again.
+        let cleared = put.with_prev(None);
+        assert_eq!(cleared, RecordRef::put(SequenceNumber(8), b"key", b"value"));
+        assert_eq!(encode(&cleared, false).len(), RECORD_HEADER_LEN + 8);
     }
 
     #[test]
@@ -244,27 +428,101 @@ mod tests {
         for i in 0..RECORD_HEADER_LEN {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
-            assert!(decode_record_header(header_bytes(&bad).unwrap()).is_err(), "byte {i}");
+            assert!(decode_record_header(header_bytes(&bad).unwrap(), FORMAT_VERSION).is_err(), "byte {i}");
         }
         let mut bad_body = bytes.clone();
         bad_body[RECORD_HEADER_LEN] ^= 1;
-        let header = decode_record_header(header_bytes(&bad_body).unwrap()).unwrap();
-        assert!(check_body(&header, &bad_body[RECORD_HEADER_LEN..]).is_err());
+        let header = decode_record_header(header_bytes(&bad_body).unwrap(), FORMAT_VERSION).unwrap();
+        assert_eq!(check_record(&header, &bad_body, SEGMENT, OFFSET), Err("record body checksum mismatch"));
+    }
+
+    #[test]
+    fn every_prev_byte_is_covered_by_the_body_checksum() {
+        let bytes = encode(&RecordRef::put(SequenceNumber(1), b"k", b"v").with_prev(Some(prev())), true);
+        for i in RECORD_HEADER_LEN..RECORD_HEADER_LEN + PREV_POINTER_LEN {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x01;
+            // The header is untouched and still decodes; the body does not.
+            let header = decode_record_header(header_bytes(&bad).unwrap(), FORMAT_VERSION).unwrap();
+            assert_eq!(check_record(&header, &bad, SEGMENT, OFFSET), Err("record body checksum mismatch"), "byte {i}");
+        }
+    }
+
+    #[test]
+    fn the_prev_flag_is_corruption_in_a_version_1_segment_and_unknown_flags_in_any() {
+        let bytes = encode(&RecordRef::put(SequenceNumber(1), b"k", b"v").with_prev(Some(prev())), true);
+        assert_eq!(
+            decode_record_header(header_bytes(&bytes).unwrap(), 1),
+            Err("predecessor flag in a version-1 segment")
+        );
+        for version in [1, FORMAT_VERSION] {
+            let mut bad = encode(&RecordRef::put(SequenceNumber(1), b"k", b"v"), true);
+            bad[17] |= 0x04;
+            let crc = masked_crc(&bad[HEADER_CRC_RANGE]);
+            bad[0..4].copy_from_slice(&crc.to_le_bytes());
+            assert_eq!(decode_record_header(header_bytes(&bad).unwrap(), version), Err("unknown record flags"));
+        }
+    }
+
+    #[test]
+    fn a_prev_that_does_not_point_backwards_is_corruption() {
+        let at = |segment: u64, offset: u64, len: u32| ValuePointer { segment: SegmentId(segment), offset, len };
+        let legal = [at(4, 1 << 40, 100), at(5, 24, 26), at(5, OFFSET - 30, 30)];
+        let illegal = [
+            at(5, OFFSET - 29, 30),  // overlaps the record itself
+            at(5, OFFSET, 30),       // the record itself
+            at(6, 24, 26),           // a newer segment
+            at(4, 23, 40),           // inside a segment header
+            at(4, 24, 25),           // shorter than any record
+            at(5, u64::MAX - 1, 26), // its end overflows
+        ];
+        for (p, ok) in legal.iter().map(|p| (p, true)).chain(illegal.iter().map(|p| (p, false))) {
+            let bytes = encode(&RecordRef::put(SequenceNumber(1), b"k", b"v").with_prev(Some(*p)), true);
+            let header = decode_record_header(header_bytes(&bytes).unwrap(), FORMAT_VERSION).unwrap();
+            let checked = check_record(&header, &bytes, SEGMENT, OFFSET);
+            assert_eq!(checked.is_ok(), ok, "{p:?}: {checked:?}");
+            assert_eq!(prev_precedes(p, SEGMENT, OFFSET), ok, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_record_shorter_or_longer_than_its_header_says_is_rejected_without_panicking() {
+        let bytes = encode(&RecordRef::put(SequenceNumber(1), b"key", b"v").with_prev(Some(prev())), true);
+        let header = decode_record_header(header_bytes(&bytes).unwrap(), FORMAT_VERSION).unwrap();
+        for len in [0, RECORD_HEADER_LEN, RECORD_HEADER_LEN + 10, bytes.len() - 1] {
+            assert!(check_record(&header, &bytes[..len], SEGMENT, OFFSET).is_err(), "len {len}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(check_record(&header, &longer, SEGMENT, OFFSET).is_err());
     }
 
     #[test]
     fn segment_header_checks_magic_version_and_id() {
         let header = encode_segment_header(SegmentId(9));
-        assert_eq!(check_segment_header(&header, Some(SegmentId(9))), Ok(SegmentId(9)));
+        let v2 = SegmentHeader { id: SegmentId(9), version: FORMAT_VERSION };
+        assert_eq!(FORMAT_VERSION, 2);
+        assert_eq!(check_segment_header(&header, Some(SegmentId(9))), Ok(v2));
         assert!(check_segment_header(&header, Some(SegmentId(8))).is_err());
         let mut bad = header;
         bad[3] ^= 1;
         assert!(check_segment_header(&bad, None).is_err());
+        // Version 1 is still read; versions this build does not know are refused.
+        let v1 = encode_segment_header_version(SegmentId(9), 1);
+        assert_eq!(check_segment_header(&v1, None), Ok(SegmentHeader { id: SegmentId(9), version: 1 }));
+        for version in [0, 3, u32::MAX] {
+            let other = encode_segment_header_version(SegmentId(9), version);
+            assert!(check_segment_header(&other, None).is_err(), "version {version}");
+        }
     }
 
     #[test]
     fn oversized_records_are_rejected_before_encoding() {
-        assert_eq!(record_len(1, 2), Some(RECORD_HEADER_LEN as u32 + 3));
-        assert_eq!(record_len(u32::MAX as usize, 1), None);
+        assert_eq!(record_len(1, 2, false), Some(RECORD_HEADER_LEN as u32 + 3));
+        assert_eq!(record_len(1, 2, true), Some((RECORD_HEADER_LEN + PREV_POINTER_LEN) as u32 + 3));
+        assert_eq!(record_len(u32::MAX as usize, 1, false), None);
+        let limit = u32::MAX as usize - RECORD_HEADER_LEN;
+        assert!(record_len(limit, 0, false).is_some());
+        assert_eq!(record_len(limit, 0, true), None, "the predecessor counts towards the limit");
     }
 }

@@ -79,8 +79,13 @@ impl ValueLog {
         batch: &mut Vec<ReplayedRecord>,
         apply: &mut dyn FnMut(&[ReplayedRecord]) -> Result<()>,
     ) -> Result<u64> {
-        let mut cursor =
-            RecordCursor::new(Arc::clone(&segment.file), segment.path.clone(), segment.readable_len(), start);
+        let mut cursor = RecordCursor::new(
+            Arc::clone(&segment.file),
+            segment.path.clone(),
+            segment.header(),
+            segment.readable_len(),
+            start,
+        );
         let mut batch_start = start;
         let mut torn = None;
         batch.clear();

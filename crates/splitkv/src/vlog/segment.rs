@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::record::{
-    check_body, check_segment_header, decode_record_header, header_bytes, RecordHeader, RECORD_HEADER_LEN,
-    SEGMENT_HEADER_LEN,
+    check_record, check_segment_header, decode_record_header, header_bytes, RecordHeader, SegmentHeader,
+    RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
 };
 use super::ReplayedRecord;
 use crate::error::{Error, Result};
@@ -33,6 +33,8 @@ pub(crate) struct Segment {
     pub id: SegmentId,
     pub path: PathBuf,
     pub file: Arc<dyn RandomAccessFile>,
+    /// Format version from the segment header: it decides which record flags are legal.
+    pub version: u32,
     /// Bytes readable with `pread` (see the module header for the ordering contract).
     pub len: AtomicU64,
     /// True while the writer appends to this segment; unflushed bytes then live in its buffer.
@@ -47,6 +49,11 @@ impl Segment {
     pub fn is_active(&self) -> bool {
         self.active.load(Ordering::Acquire)
     }
+
+    /// The id and format version its records are validated against.
+    pub fn header(&self) -> SegmentHeader {
+        SegmentHeader { id: self.id, version: self.version }
+    }
 }
 
 /// Reads and validates the segment header of `file`; `expected` is the id from the file name.
@@ -54,7 +61,7 @@ pub(crate) fn read_segment_header(
     file: &dyn RandomAccessFile,
     path: &Path,
     expected: Option<SegmentId>,
-) -> Result<SegmentId> {
+) -> Result<SegmentHeader> {
     let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
     file.read_exact_at(0, &mut header)?;
     check_segment_header(&header, expected).map_err(|reason| Error::corruption(path, 0, reason))
@@ -103,6 +110,8 @@ impl From<Error> for CursorFault {
 pub(crate) struct CursorRecord<'a> {
     pub offset: u64,
     pub header: RecordHeader,
+    /// The predecessor pointer, validated with the body.
+    pub prev: Option<ValuePointer>,
     pub bytes: &'a [u8],
 }
 
@@ -114,6 +123,7 @@ impl CursorRecord<'_> {
             key: self.bytes[self.header.key_range()].to_vec(),
             value: self.bytes[self.header.value_range()].to_vec(),
             pointer: ValuePointer { segment, offset: self.offset, len: self.bytes.len() as u32 },
+            prev: self.prev,
         }
     }
 }
@@ -123,6 +133,9 @@ impl CursorRecord<'_> {
 pub(crate) struct RecordCursor {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
+    /// The segment's id and format version, which record validation needs: the version decides
+    /// the legal flags, the id where a predecessor may point.
+    header: SegmentHeader,
     file_len: u64,
     next: u64,
     buf: Vec<u8>,
@@ -132,8 +145,14 @@ pub(crate) struct RecordCursor {
 }
 
 impl RecordCursor {
-    pub fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf, file_len: u64, start: u64) -> Self {
-        RecordCursor { file, path, file_len, next: start, buf: Vec::new(), buf_start: 0, skipped: Vec::new() }
+    pub fn new(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        header: SegmentHeader,
+        file_len: u64,
+        start: u64,
+    ) -> Self {
+        RecordCursor { file, path, header, file_len, next: start, buf: Vec::new(), buf_start: 0, skipped: Vec::new() }
     }
 
     /// Makes the cursor step over `skipped` (sorted, disjoint, at record boundaries).
@@ -205,8 +224,10 @@ impl RecordCursor {
         let header_slice = self.resident(at, RECORD_HEADER_LEN);
         let header = header_bytes(header_slice)
             .ok_or("short record header")
-            .and_then(decode_record_header)
+            .and_then(|bytes| decode_record_header(bytes, self.header.version))
             .map_err(|reason| Error::corruption(&self.path, at, reason))?;
+        // With a valid header checksum the length is genuine, so a file ending before it is a
+        // cut, whether or not the record carries a predecessor.
         let len = header.record_len();
         let fits = match usize::try_from(len) {
             Ok(n) => self.fill(at, n)?,
@@ -216,9 +237,10 @@ impl RecordCursor {
             return Err(CursorFault::Torn { offset: at, reason: "file ends inside a record body" });
         }
         let bytes = self.resident(at, len as usize);
-        check_body(&header, &bytes[RECORD_HEADER_LEN..]).map_err(|reason| Error::corruption(&self.path, at, reason))?;
+        let prev = check_record(&header, bytes, self.header.id, at)
+            .map_err(|reason| Error::corruption(&self.path, at, reason))?;
         self.next = at + len;
-        Ok(Some(CursorRecord { offset: at, header, bytes: self.resident(at, len as usize) }))
+        Ok(Some(CursorRecord { offset: at, header, prev, bytes: self.resident(at, len as usize) }))
     }
 }
 
@@ -227,7 +249,7 @@ impl RecordCursor {
 /// Yields `(offset, record)`; the first damaged or truncated record is yielded as an
 /// [`Error::Corruption`] naming its offset, and iteration ends there.
 pub struct SegmentScan {
-    id: SegmentId,
+    header: SegmentHeader,
     cursor: RecordCursor,
     done: bool,
 }
@@ -235,7 +257,12 @@ pub struct SegmentScan {
 impl SegmentScan {
     /// The segment id recorded in the segment header.
     pub fn segment_id(&self) -> SegmentId {
-        self.id
+        self.header.id
+    }
+
+    /// The format version recorded in the segment header.
+    pub fn format_version(&self) -> u32 {
+        self.header.version
     }
 }
 
@@ -246,7 +273,7 @@ impl Iterator for SegmentScan {
         if self.done {
             return None;
         }
-        let id = self.id;
+        let id = self.header.id;
         let item = match self.cursor.next_record() {
             Ok(Some(rec)) => return Some(Ok((rec.offset, rec.to_replayed(id)))),
             Ok(None) => None,
@@ -274,8 +301,8 @@ pub fn scan_segment(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)]) ->
     if len < SEGMENT_HEADER_LEN {
         return Err(Error::corruption(path, 0, "file is shorter than a segment header"));
     }
-    let id = read_segment_header(file.as_ref(), path, segment_id_from_path(path))?;
+    let header = read_segment_header(file.as_ref(), path, segment_id_from_path(path))?;
     file.advise(AccessPattern::Sequential);
-    let cursor = RecordCursor::new(file, path.to_path_buf(), len, SEGMENT_HEADER_LEN).with_skipped(skipped);
-    Ok(SegmentScan { id, cursor, done: false })
+    let cursor = RecordCursor::new(file, path.to_path_buf(), header, len, SEGMENT_HEADER_LEN).with_skipped(skipped);
+    Ok(SegmentScan { header, cursor, done: false })
 }

@@ -23,20 +23,27 @@ struct Rec {
     kind: RecordKind,
     key: Vec<u8>,
     value: Vec<u8>,
+    prev: Option<ValuePointer>,
+}
+
+impl Rec {
+    fn with_prev(self, prev: ValuePointer) -> Rec {
+        Rec { prev: Some(prev), ..self }
+    }
 }
 
 fn put(seq: u64, key: &str, value: &[u8]) -> Rec {
-    Rec { seq, kind: RecordKind::Put, key: key.as_bytes().to_vec(), value: value.to_vec() }
+    Rec { seq, kind: RecordKind::Put, key: key.as_bytes().to_vec(), value: value.to_vec(), prev: None }
 }
 
 fn del(seq: u64, key: &str) -> Rec {
-    Rec { seq, kind: RecordKind::Delete, key: key.as_bytes().to_vec(), value: Vec::new() }
+    Rec { seq, kind: RecordKind::Delete, key: key.as_bytes().to_vec(), value: Vec::new(), prev: None }
 }
 
 fn append(log: &ValueLog, batch: &[Rec]) -> Vec<ValuePointer> {
     let refs: Vec<RecordRef<'_>> = batch
         .iter()
-        .map(|r| RecordRef { seq: SequenceNumber(r.seq), kind: r.kind, key: &r.key, value: &r.value })
+        .map(|r| RecordRef { seq: SequenceNumber(r.seq), kind: r.kind, key: &r.key, value: &r.value, prev: r.prev })
         .collect();
     log.append_batch(&refs).unwrap()
 }
@@ -51,7 +58,10 @@ fn replay_all(log: &ValueLog, from: LogPosition) -> Result<(Vec<Vec<ReplayedReco
 }
 
 fn as_recs(batch: &[ReplayedRecord]) -> Vec<Rec> {
-    batch.iter().map(|r| Rec { seq: r.seq.0, kind: r.kind, key: r.key.clone(), value: r.value.clone() }).collect()
+    batch
+        .iter()
+        .map(|r| Rec { seq: r.seq.0, kind: r.kind, key: r.key.clone(), value: r.value.clone(), prev: r.prev })
+        .collect()
 }
 
 /// Rewrites a file with one byte flipped, through the file-system trait.
@@ -207,8 +217,8 @@ fn a_torn_last_batch_is_truncated_and_the_next_replay_is_clean() {
     let torn = vec![put(4, "c", &[1; 50]), put(5, "d", &[2; 50]), put(6, "e", &[3; 50])];
     // Cut points: inside a record header, inside a body, and exactly after whole records
     // of the unfinished batch (no batch-end record).
-    let torn_len: u32 = torn.iter().map(|r| record_len(r.key.len(), r.value.len()).unwrap()).sum();
-    let first_len = u64::from(record_len(1, 50).unwrap());
+    let torn_len: u32 = torn.iter().map(|r| record::record_len(r.key.len(), r.value.len(), false).unwrap()).sum();
+    let first_len = u64::from(record::record_len(1, 50, false).unwrap());
     let cuts = [1, 10, 30, first_len, first_len + 5, 2 * first_len, u64::from(torn_len) - 1];
     for cut in cuts {
         let dir = tempfile::tempdir().unwrap();
@@ -567,4 +577,261 @@ fn a_replay_start_past_the_segment_end_is_corruption() {
     let (batches, at) = replay_all(&log, end).unwrap();
     assert!(batches.is_empty());
     assert_eq!(at, end);
+}
+
+/// Three generations of key "k" and one of "j", each generation a batch whose records point at
+/// the previous one: what the hash index writes. Returns the batches as appended and their
+/// pointers.
+fn append_chain(log: &ValueLog) -> (Vec<Vec<Rec>>, Vec<Vec<ValuePointer>>) {
+    let mut batches = Vec::new();
+    let mut pointers: Vec<Vec<ValuePointer>> = Vec::new();
+    let first = vec![put(1, "k", b"v1"), put(2, "j", b"j1")];
+    pointers.push(append(log, &first));
+    batches.push(first);
+    let second = vec![put(3, "k", &[2; 150]).with_prev(pointers[0][0]), put(4, "x", b"no chain")];
+    pointers.push(append(log, &second));
+    batches.push(second);
+    let third = vec![del(5, "k").with_prev(pointers[1][0]), del(6, "j").with_prev(pointers[0][1])];
+    pointers.push(append(log, &third));
+    batches.push(third);
+    (batches, pointers)
+}
+
+#[test]
+fn prevs_survive_read_record_replay_and_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = os();
+    let (batches, pointers) = {
+        let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1 << 16)).unwrap();
+        let (batches, pointers) = append_chain(&log);
+        for flushed in [false, true] {
+            if flushed {
+                log.flush_buffer().unwrap();
+            }
+            for (batch, ptrs) in batches.iter().zip(&pointers) {
+                for (rec, ptr) in batch.iter().zip(ptrs) {
+                    let read = log.read_record(ptr).unwrap();
+                    assert_eq!((read.prev, &read.value, read.kind), (rec.prev, &rec.value, rec.kind), "{ptr:?}");
+                    assert_eq!(&log.read(ptr, &rec.key).unwrap()[..], rec.value.as_slice());
+                }
+            }
+        }
+        // The predecessor's bytes count in the record's length: a delete's pointer covers them.
+        assert_eq!(pointers[2][0].len as usize, RECORD_HEADER_LEN + PREV_POINTER_LEN + 1);
+        log.sync().unwrap();
+        (batches, pointers)
+    };
+
+    // Walking the chain back from the newest version of "k" visits every version, newest first.
+    let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1 << 16)).unwrap();
+    let mut walked = Vec::new();
+    let mut at = Some(pointers[2][0]);
+    while let Some(ptr) = at {
+        let rec = log.read_record(&ptr).unwrap();
+        walked.push(rec.seq.0);
+        at = rec.prev;
+    }
+    assert_eq!(walked, vec![5, 3, 1]);
+
+    let (replayed, _) = replay_all(&log, LogPosition::default()).unwrap();
+    assert_eq!(replayed.iter().map(|b| as_recs(b)).collect::<Vec<_>>(), batches);
+    let replayed_ptrs: Vec<Vec<ValuePointer>> =
+        replayed.iter().map(|b| b.iter().map(|r| r.pointer).collect()).collect();
+    assert_eq!(replayed_ptrs, pointers);
+
+    let scanned: Vec<Option<ValuePointer>> = scan_segment(fs.as_ref(), &segment_file(dir.path(), SegmentId(1)), &[])
+        .unwrap()
+        .map(|r| r.unwrap().1.prev)
+        .collect();
+    assert_eq!(scanned, batches.concat().iter().map(|r| r.prev).collect::<Vec<_>>());
+}
+
+#[test]
+fn new_segments_are_written_as_format_version_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = os();
+    let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    append(&log, &[put(1, "a", b"1")]);
+    log.sync().unwrap();
+    let path = segment_file(dir.path(), SegmentId(1));
+    let bytes = fs.read_all(&path).unwrap();
+    assert_eq!(bytes[8..12], 2u32.to_le_bytes());
+    assert_eq!(scan_segment(fs.as_ref(), &path, &[]).unwrap().format_version(), 2);
+}
+
+#[test]
+fn prefetched_values_of_records_with_prevs_are_the_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1 << 16)).unwrap();
+    let (batches, pointers) = append_chain(&log);
+    log.flush_buffer().unwrap();
+    let recs = batches.concat();
+    let ptrs = pointers.concat();
+    let mut arena = Vec::new();
+    let mut requests = Vec::new();
+    for (rec, ptr) in recs.iter().zip(&ptrs) {
+        requests.push(prefetch::ValueRequest { pointer: *ptr, key: arena.len()..arena.len() + rec.key.len() });
+        arena.extend_from_slice(&rec.key);
+    }
+    let indices: Vec<usize> = (0..requests.len()).collect();
+    let values = log.read_values(&Bytes::from(arena), &requests, &indices);
+    for (rec, value) in recs.iter().zip(values) {
+        assert_eq!(value.as_deref(), Some(rec.value.as_slice()), "{rec:?}");
+    }
+}
+
+#[test]
+fn a_flipped_prev_byte_is_corruption_not_truncation() {
+    for delta in
+        [RECORD_HEADER_LEN as u64, RECORD_HEADER_LEN as u64 + 9, (RECORD_HEADER_LEN + PREV_POINTER_LEN) as u64 - 1]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = os();
+        let path = segment_file(dir.path(), SegmentId(1));
+        let pointers;
+        {
+            let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1024)).unwrap();
+            (_, pointers) = append_chain(&log);
+            log.sync().unwrap();
+        }
+        let target = pointers[1][0];
+        let len_before = fs.file_size(&path).unwrap();
+        flip_byte(fs.as_ref(), &path, target.offset + delta);
+
+        let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1024)).unwrap();
+        match replay_all(&log, LogPosition::default()) {
+            Err(Error::Corruption { file, offset, reason }) => {
+                assert_eq!((file, offset), (path.clone(), target.offset), "delta {delta}");
+                assert!(reason.contains("body checksum"), "delta {delta}: {reason}");
+            }
+            other => panic!("delta {delta}: expected corruption, got {other:?}"),
+        }
+        assert_eq!(fs.file_size(&path).unwrap(), len_before, "corruption must not be truncated away");
+        assert!(log.read_record(&target).unwrap_err().is_corruption());
+        assert!(log.read(&target, b"k").unwrap_err().is_corruption());
+    }
+}
+
+#[test]
+fn a_torn_record_with_prev_at_the_tail_is_a_torn_tail() {
+    let first = [put(1, "key", b"one")];
+    // Cut points inside the fixed header, inside the predecessor, inside the key and the value.
+    let cuts = [3u64, 26, 30, 45, 47, 60];
+    for cut in cuts {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = os();
+        let path = segment_file(dir.path(), SegmentId(1));
+        let complete_end;
+        {
+            let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1 << 16)).unwrap();
+            let ptrs = append(&log, &first);
+            complete_end = log.head();
+            let torn = [put(2, "key", &[7; 40]).with_prev(ptrs[0])];
+            let torn_ptr = append(&log, &torn)[0];
+            assert!(cut < u64::from(torn_ptr.len));
+            log.sync().unwrap();
+        }
+        fs.truncate(&path, complete_end.offset + cut).unwrap();
+
+        let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1 << 16)).unwrap();
+        let (replayed, end) = replay_all(&log, LogPosition::default()).unwrap();
+        assert_eq!(replayed.iter().map(|b| as_recs(b)).collect::<Vec<_>>(), vec![first.to_vec()], "cut {cut}");
+        assert_eq!(end, complete_end, "cut {cut}");
+        assert_eq!(fs.file_size(&path).unwrap(), complete_end.offset, "cut {cut}");
+    }
+}
+
+/// A version-1 segment file holding `records` (encoded by this code), as the previous release
+/// would have left it if the records carry no predecessor.
+fn write_v1_segment(fs: &dyn FileSystem, dir: &Path, id: SegmentId, records: &[RecordRef<'_>]) -> Vec<ValuePointer> {
+    let mut bytes = record::encode_segment_header_version(id, 1).to_vec();
+    let mut pointers = Vec::new();
+    for (i, rec) in records.iter().enumerate() {
+        let offset = bytes.len() as u64;
+        let len = record::encode_record(&mut bytes, rec, i + 1 == records.len());
+        pointers.push(ValuePointer { segment: id, offset, len });
+    }
+    let mut file = fs.create(&segment_file(dir, id)).unwrap();
+    file.append(&bytes).unwrap();
+    file.sync().unwrap();
+    pointers
+}
+
+#[test]
+fn version_1_segments_are_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = os();
+    let recs = [RecordRef::put(SequenceNumber(1), b"a", b"old"), RecordRef::delete(SequenceNumber(2), b"b")];
+    let pointers = write_v1_segment(fs.as_ref(), dir.path(), SegmentId(1), &recs);
+    let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    let (replayed, _) = replay_all(&log, LogPosition::default()).unwrap();
+    assert_eq!(as_recs(&replayed[0]), vec![put(1, "a", b"old"), del(2, "b")]);
+    assert_eq!(&log.read(&pointers[0], b"a").unwrap()[..], b"old");
+    assert_eq!(log.read_record(&pointers[1]).unwrap().prev, None);
+    // New writes go to a version-2 segment and may point back into the version-1 one.
+    let new = append(&log, &[put(3, "a", b"new").with_prev(pointers[0])]);
+    assert_eq!(new[0].segment, SegmentId(2));
+    assert_eq!(log.read_record(&new[0]).unwrap().prev, Some(pointers[0]));
+}
+
+#[test]
+fn a_version_1_segment_with_the_prev_flag_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = os();
+    let earlier = ValuePointer { segment: SegmentId(1), offset: SEGMENT_HEADER_LEN, len: 40 };
+    let recs = [
+        RecordRef::put(SequenceNumber(1), b"a", &[1; 13]),
+        RecordRef::put(SequenceNumber(2), b"a", b"x").with_prev(Some(earlier)),
+    ];
+    let pointers = write_v1_segment(fs.as_ref(), dir.path(), SegmentId(1), &recs);
+    assert_eq!(pointers[0], earlier);
+    let path = segment_file(dir.path(), SegmentId(1));
+    let len_before = fs.file_size(&path).unwrap();
+
+    let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    match replay_all(&log, LogPosition::default()) {
+        Err(Error::Corruption { file, offset, reason }) => {
+            assert_eq!((file, offset), (path.clone(), pointers[1].offset));
+            assert!(reason.contains("version-1"), "{reason}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert_eq!(fs.file_size(&path).unwrap(), len_before, "the last segment must not be truncated");
+    assert!(log.read_record(&pointers[1]).unwrap_err().is_corruption());
+    let scanned: Vec<_> = scan_segment(fs.as_ref(), &path, &[]).unwrap().collect();
+    assert!(
+        matches!(scanned.as_slice(), [Ok(_), Err(Error::Corruption { offset, .. })] if *offset == pointers[1].offset)
+    );
+}
+
+#[test]
+fn a_prev_that_is_not_before_the_batch_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    // Before the first segment exists nothing can precede the batch in it.
+    let ahead = ValuePointer { segment: SegmentId(1), offset: SEGMENT_HEADER_LEN, len: 30 };
+    let refs = [RecordRef::put(SequenceNumber(1), b"k", b"v").with_prev(Some(ahead))];
+    assert!(matches!(log.append_batch(&refs), Err(Error::InvalidArgument(_))));
+
+    let first = append(&log, &[put(1, "k", b"v")]);
+    let head = log.head();
+    let bad = [
+        ValuePointer { offset: head.offset, ..first[0] }, // the next record's own position
+        ValuePointer { len: first[0].len + 1, ..first[0] }, // runs past the head
+        ValuePointer { segment: SegmentId(2), ..first[0] }, // a segment not yet written
+        ValuePointer { offset: 0, ..first[0] },           // the segment header
+        ValuePointer { len: RECORD_HEADER_LEN as u32 - 1, ..first[0] }, // shorter than a record
+    ];
+    for prev in bad {
+        // The bad record comes second: the first must not be left behind either.
+        let refs = [
+            RecordRef::put(SequenceNumber(2), b"k", b"w").with_prev(Some(first[0])),
+            RecordRef::put(SequenceNumber(3), b"k", b"x").with_prev(Some(prev)),
+        ];
+        assert!(matches!(log.append_batch(&refs), Err(Error::InvalidArgument(_))), "{prev:?}");
+        assert_eq!(log.head(), head, "{prev:?}");
+    }
+    // The log is not poisoned by a refused batch.
+    let ok = append(&log, &[put(2, "k", b"w").with_prev(first[0])]);
+    assert_eq!(log.read_record(&ok[0]).unwrap().prev, Some(first[0]));
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::record::{encode_segment_header, SEGMENT_HEADER_LEN};
+use super::record::{encode_segment_header, FORMAT_VERSION, SEGMENT_HEADER_LEN};
 use super::segment::Segment;
 use crate::error::{Error, Result};
 use crate::filenames::segment_file;
@@ -137,6 +137,7 @@ impl Writer {
             id,
             path,
             file: reader,
+            version: FORMAT_VERSION,
             len: AtomicU64::new(SEGMENT_HEADER_LEN),
             active: AtomicBool::new(true),
         });
