@@ -89,6 +89,12 @@ pub struct Flags {
     pub value_threshold: Option<usize>,
     /// splitkv: value-log segment size.
     pub segment_size: Option<u64>,
+    /// splitkv: the index kind (`--index=lsm|hash`).
+    pub hash_index: bool,
+    /// splitkv: buckets of a new hash table (default: `--num`).
+    pub hash_capacity: Option<u64>,
+    /// splitkv: request shards of the hash mode.
+    pub hash_shards: Option<usize>,
     /// Share of keys `deletefraction` deletes, in percent.
     pub delete_percent: u8,
     /// splitkv: value-log GC policy (`oldest`, `greedy` or `costbenefit`; checked when parsed).
@@ -184,6 +190,9 @@ impl Default for Flags {
             compression_type: None,
             value_threshold: None,
             segment_size: None,
+            hash_index: false,
+            hash_capacity: None,
+            hash_shards: None,
             delete_percent: 50,
             gc_policy: None,
             gc_threshold: None,
@@ -271,6 +280,7 @@ usage: splitkv-bench [--name=value ...]
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
   --delete_percent=N (50, for deletefraction)
+  --index=lsm|hash  --hash_capacity=N (--num)  --hash_shards=N (1)                 (splitkv)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
   --space_amplification=F|none (value-log space limit over live bytes; default 1.3)
   --gc_punch_holes=BOOL  --gc_rate_limit=N                                        (splitkv)
@@ -381,6 +391,15 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
             })
         }
         "segment_size" => flags.segment_size = Some(number("a size")?),
+        "index" => {
+            flags.hash_index = match text()? {
+                "lsm" => false,
+                "hash" => true,
+                _ => return Err(bad("lsm or hash")),
+            }
+        }
+        "hash_capacity" => flags.hash_capacity = Some(number("a bucket count")?),
+        "hash_shards" => flags.hash_shards = Some(size()?),
         "prefetch" => flags.prefetch = Some(boolean()?),
         "prefetch_threads" => flags.prefetch_threads = Some(size()?),
         "delete_percent" => {

@@ -5,6 +5,7 @@
 //! MANIFEST-000005    version edits
 //! 000012.sst         SSTable
 //! 00000003.vlog      value-log segment
+//! HASHINDEX          the persistent hash table (hash index mode)
 //! LOCK               held while the database is open
 //! ```
 
@@ -27,6 +28,8 @@ pub enum FileKind {
     Table(FileNumber),
     /// `NNNNNNNN.vlog`.
     Segment(SegmentId),
+    /// `HASHINDEX`: the hash table of the hash index mode.
+    HashTable,
     /// A temporary file (`*.tmp`).
     Temp,
 }
@@ -56,6 +59,11 @@ pub fn segment_file(dir: &Path, id: SegmentId) -> PathBuf {
     dir.join(format!("{:08}.vlog", id.0))
 }
 
+/// `dir/HASHINDEX`.
+pub fn hash_table_file(dir: &Path) -> PathBuf {
+    dir.join("HASHINDEX")
+}
+
 /// `dir/NAME.tmp`.
 pub fn temp_file(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.tmp"))
@@ -68,6 +76,9 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
     }
     if name == "LOCK" {
         return Some(FileKind::Lock);
+    }
+    if name == "HASHINDEX" {
+        return Some(FileKind::HashTable);
     }
     if name.ends_with(".tmp") {
         return Some(FileKind::Temp);

@@ -13,12 +13,20 @@ use crate::snapshot::Snapshot;
 use crate::sstable::TableOptions;
 pub use crate::sstable::{CompressionType, IndexBlockKind};
 
-/// Which index maps keys to values (the seam for the SSHKV persistent-hash mode).
+/// Which index maps keys to values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum IndexKind {
     /// Memtable + leveled SSTables.
     #[default]
     Lsm,
+    /// The SSHKV mode: a persistent hash table on a memory-mapped file (`HASHINDEX`), values
+    /// in the log. Point reads cost one value read; ordered scans sort every key.
+    Hash {
+        /// Buckets of a new table (it grows when full); about the number of keys expected.
+        capacity: u64,
+        /// Request shards of the half-sync/half-async front end (1 = the group-commit path).
+        shards: usize,
+    },
 }
 
 /// Which compaction picking policy runs.

@@ -135,6 +135,29 @@ pub struct Stats {
     pub gc_segments_released: u64,
     /// Bytes the database's files occupy on the medium.
     pub disk_bytes: u64,
+    /// The hash table, in the hash index mode.
+    pub hash_table: Option<HashTableStats>,
+}
+
+/// Figures about the persistent hash table of the hash index mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HashTableStats {
+    /// Buckets (normal-region slots; the collision region has as many).
+    pub buckets: u64,
+    /// Keys in the table (values and tombstones).
+    pub entries: u64,
+    /// Of those, tombstones kept for older snapshots.
+    pub tombstones: u64,
+    /// Collision-region slots in use.
+    pub collision_used: u64,
+    /// Bytes of the table file.
+    pub file_bytes: u64,
+    /// Keys written since the last checkpoint (in memory, not yet in the table).
+    pub recent_keys: u64,
+    /// Checkpoints since open.
+    pub checkpoints: u64,
+    /// Times the table grew since open.
+    pub growths: u64,
 }
 
 impl Stats {
@@ -191,6 +214,20 @@ impl fmt::Display for Stats {
         writeln!(f, "Level  Files  Size(MiB)")?;
         for l in self.levels.iter().filter(|l| l.files > 0) {
             writeln!(f, "{:>5} {:>6} {:>10.1}", l.level, l.files, l.bytes as f64 / MIB)?;
+        }
+        if let Some(h) = &self.hash_table {
+            writeln!(
+                f,
+                "Hash table: {} keys ({} tombstones) + {} in memory, {} buckets, {} collision slots used, {:.1} MiB; {} checkpoints, {} growths",
+                h.entries,
+                h.tombstones,
+                h.recent_keys,
+                h.buckets,
+                h.collision_used,
+                h.file_bytes as f64 / MIB,
+                h.checkpoints,
+                h.growths
+            )?;
         }
         writeln!(
             f,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use splitkv::options::CompactionPolicyKind;
-use splitkv::{CompressionType, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use splitkv::{CompressionType, Db, IndexKind, Options, ReadOptions, WriteBatch, WriteOptions};
 
 use super::{BenchResult, Direction, Engine, WriteCounters, WriteOp};
 use crate::flags::{Compression, Flags, PolicyFlag};
@@ -79,6 +79,12 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     }
     if let Some(n) = flags.value_threshold {
         options.value_threshold = n;
+    }
+    if flags.hash_index {
+        options.index = IndexKind::Hash {
+            capacity: flags.hash_capacity.unwrap_or(u64::from(flags.num)),
+            shards: flags.hash_shards.unwrap_or(1),
+        };
     }
     if let Some(n) = flags.segment_size {
         options.segment_size = n;

@@ -347,7 +347,7 @@ impl DbInner {
             None => self.snapshots.acquire(SequenceNumber(self.last_sequence.load(Ordering::Acquire))),
         };
         let seq = snapshot.sequence();
-        let inner = self.index.iter(opts.fill_cache)?;
+        let inner = self.index.iter(seq, opts.fill_cache)?;
         let cursor = DbIter::new(inner, seq, opts.lower_bound.clone(), opts.upper_bound.clone());
         Ok(DbIterator::new(Arc::clone(self), cursor, ReadOptions { snapshot: Some(snapshot), ..opts }))
     }

@@ -153,9 +153,12 @@ impl DbInner {
                         BatchOp::Put { value, .. } => (RecordKind::Put, value.as_slice()),
                         BatchOp::Delete { .. } => (RecordKind::Delete, &[][..]),
                     };
-                    // The LSM index keeps versions in its tables, not in a chain through the
-                    // log: no predecessor, so the record is encoded exactly as in format 1.
-                    records.push(RecordRef { seq: SequenceNumber(seq), kind, key: op.key(), value, prev: None });
+                    // The LSM index keeps versions in its tables and names no predecessor (the
+                    // record is encoded as in format 1); the hash index chains them through the
+                    // log. Versions superseded within this group are seen by no reader (the
+                    // group publishes at once): the predecessor is the version before the group.
+                    let prev = self.index.predecessor(op.key())?;
+                    records.push(RecordRef { seq: SequenceNumber(seq), kind, key: op.key(), value, prev });
                 }
                 if records.is_empty() {
                     continue;

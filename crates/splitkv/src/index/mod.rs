@@ -1,7 +1,7 @@
 //! The key index seam: what maps a user key to its newest value or value address.
 //!
-//! [`Index`] is implemented by [`lsm::LsmIndex`] (memtable + leveled SSTables). The persistent
-//! hash index of the SSHKV mode implements the same trait, so the write path, recovery, the value
+//! [`Index`] is implemented by [`lsm::LsmIndex`] (memtable + leveled SSTables) and by
+//! [`hash::HashIndex`] (the SSHKV mode's persistent hash table), so the write path, recovery, the value
 //! log and GC's "is this pointer still current?" question do not depend on which index is in
 //! use. [`open`] opens the kind that `Options::index` names.
 //!
@@ -10,6 +10,7 @@
 //! records its own state into beside the value log's metadata ([`crate::version::Catalog`]), and
 //! the [`LogLink`] through which it makes log records durable before recording a log head.
 
+pub mod hash;
 pub mod lsm;
 
 use std::collections::{BTreeMap, HashSet};
@@ -26,7 +27,7 @@ use crate::snapshot::SnapshotList;
 use crate::stats::{Counters, Stats};
 use crate::types::{LogPosition, SegmentId, SequenceNumber, ValuePointer};
 use crate::version::Catalog;
-use crate::vlog::{RecordKind, SegmentInfo, ValueLog};
+use crate::vlog::{RecordKind, ReplayedRecord, SegmentInfo, ValueLog};
 
 /// What one committed write stores in the index, typed: a pointer stays a [`ValuePointer`] from
 /// the write path into the index, which alone decides how to store it.
@@ -98,6 +99,8 @@ pub trait LogLink: Send + Sync {
     fn head(&self) -> LogPosition;
     /// Every segment of the log with its length, oldest first.
     fn segments(&self) -> Vec<SegmentInfo>;
+    /// Reads and validates the whole record at `ptr`.
+    fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord>;
 }
 
 impl LogLink for ValueLog {
@@ -109,6 +112,9 @@ impl LogLink for ValueLog {
     }
     fn segments(&self) -> Vec<SegmentInfo> {
         ValueLog::segments(self)
+    }
+    fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord> {
+        ValueLog::read_record(self, ptr)
     }
 }
 
@@ -126,6 +132,13 @@ pub trait Index: Send + Sync {
     /// Applies committed records, in sequence order. Called by one writer at a time (and by
     /// recovery, replaying the log tail, before any writer).
     fn apply(&self, records: &[IndexRecord<'_>]);
+    /// For indexes that chain versions through the log: the record of `user_key`'s newest
+    /// version, which a new write of the key supersedes and names as its predecessor. Called by
+    /// the write leader before it appends. Indexes that keep old versions themselves answer
+    /// `None`.
+    fn predecessor(&self, _user_key: &[u8]) -> Result<Option<ValuePointer>> {
+        Ok(None)
+    }
     /// Makes room for the next write group: delays or blocks the writer while background work
     /// catches up, and freezes a full memtable (or any non-empty one if `force`). Called by the
     /// write leader, so no record is appended concurrently.
@@ -134,8 +147,9 @@ pub trait Index: Send + Sync {
     fn wait_for_flush(&self) -> Result<()>;
     /// The newest value of `user_key` visible at `seq`; `None` if absent or deleted.
     fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>>;
-    /// A merged cursor over every entry (all versions), pinning what it reads.
-    fn iter(&self, fill_cache: bool) -> Result<Box<dyn InternalIterator>>;
+    /// A cursor over the entries a reader at `seq` may see (at least the newest version of each
+    /// key at or below `seq`; an index may return more versions), pinning what it reads.
+    fn iter(&self, seq: SequenceNumber, fill_cache: bool) -> Result<Box<dyn InternalIterator>>;
     /// Compacts the key range `[begin, end]` down through every level.
     fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()>;
     /// Adds index-specific figures to a report.
@@ -180,6 +194,17 @@ pub struct IndexParts {
 /// after the catalog's log head is replayed by the caller through [`Index::apply`].
 pub fn open(parts: IndexParts) -> Result<Arc<dyn Index>> {
     match parts.options.index {
-        IndexKind::Lsm => Ok(Arc::new(lsm::LsmIndex::open(parts)?)),
+        IndexKind::Lsm => {
+            let table = crate::filenames::hash_table_file(&parts.dir);
+            if parts.options.fs.exists(&table) {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "{} holds a hash-index database ({} exists); open it with the hash index",
+                    parts.dir.display(),
+                    table.display()
+                )));
+            }
+            Ok(Arc::new(lsm::LsmIndex::open(parts)?))
+        }
+        IndexKind::Hash { capacity, .. } => Ok(Arc::new(hash::HashIndex::open(parts, capacity)?)),
     }
 }

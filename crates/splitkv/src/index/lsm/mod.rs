@@ -280,7 +280,7 @@ impl Index for LsmIndex {
         self.shared.get(user_key, seq, fill_cache)
     }
 
-    fn iter(&self, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
+    fn iter(&self, _seq: SequenceNumber, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
         self.shared.iter(fill_cache)
     }
 
