@@ -202,6 +202,9 @@ impl DbInner {
     /// share of the log was written since the last survey, or the reader that held its horizon
     /// back is gone.
     fn survey_due(&self) -> bool {
+        if self.index.charges_garbage_exactly() {
+            return false;
+        }
         let SurveyMark { separated_written, horizon, held_back, .. } = *self.last_survey.lock();
         // Inline values and deletes become garbage at flush, which counts them itself.
         let written = self.separated_bytes_written.load(Ordering::Relaxed).saturating_sub(separated_written);

@@ -168,6 +168,12 @@ pub trait Index: Send + Sync {
         applied_before: SegmentId,
         record: &mut dyn FnMut(&LiveCount) -> Result<()>,
     ) -> Result<()>;
+    /// True if the index charges every version it supersedes as garbage when it happens (the
+    /// hash index does, at each checkpoint), so periodic garbage surveys would find nothing new.
+    /// An LSM learns most garbage only when compaction drops versions, and answers `false`.
+    fn charges_garbage_exactly(&self) -> bool {
+        false
+    }
     /// Stops background work; later calls may fail.
     fn shutdown(&self);
 }

@@ -83,9 +83,11 @@ pub struct HashIndex {
     snapshots: Arc<SnapshotList>,
     last_sequence: Arc<AtomicU64>,
     state: RwLock<State>,
-    /// `recent` is applied to the table once it holds this many bytes (`write_buffer_size`): it
-    /// bounds the memory of unapplied writes, the log tail replayed at open, and how long a
-    /// checkpoint holds readers.
+    /// `recent` is applied to the table once it holds this many bytes (`write_buffer_size`), or
+    /// a quarter of the table's size if that is more: it bounds the memory of unapplied writes,
+    /// the log tail replayed at open, and how long a checkpoint holds readers; and since a
+    /// checkpoint's fences write whole pages of the table, applying more keys at once writes
+    /// fewer pages per key.
     checkpoint_bytes: usize,
     /// Why the table can no longer be written (a failed fence or growth), if it cannot.
     failed: Mutex<Option<String>>,
@@ -372,11 +374,11 @@ impl Index for HashIndex {
 
     fn make_room(&self, force: bool) -> Result<()> {
         self.check_failed()?;
-        let (keys, bytes, torn) = {
+        let (keys, bytes, torn, table_bytes) = {
             let state = self.state.read();
-            (state.recent.len(), state.recent_bytes, state.table.torn_slots())
+            (state.recent.len(), state.recent_bytes, state.table.torn_slots(), state.table.stats().file_bytes as usize)
         };
-        if bytes >= self.checkpoint_bytes || (force && keys > 0) || torn > 0 {
+        if bytes >= self.checkpoint_bytes.max(table_bytes / 4) || (force && keys > 0) || torn > 0 {
             self.checkpoint()?;
             let state = self.state.read();
             if state.table.torn_slots() > 0 {
@@ -483,6 +485,10 @@ impl Index for HashIndex {
             Ok(())
         })?;
         record(&count)
+    }
+
+    fn charges_garbage_exactly(&self) -> bool {
+        true
     }
 
     fn shutdown(&self) {}

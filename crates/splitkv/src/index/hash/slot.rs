@@ -199,8 +199,20 @@ pub const PAYLOAD_OFFSET: usize = SEQ_OFFSET;
 /// Offset of the key checksum and key within a slot.
 pub const KEY_FIELDS_OFFSET: usize = KEY_CRC_OFFSET;
 
-/// Decodes a slot; an error names what is damaged beyond a torn payload.
-pub fn decode_slot(bytes: &[u8]) -> Result<Slot, &'static str> {
+/// What a lookup compares: a slot's link, state and key (whose checksum is verified, so that a
+/// damaged key is an error rather than a silent miss).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotHead {
+    /// Chain link: collision index + 1, or 0 at a chain's end.
+    pub next: u64,
+    /// Empty, value or tombstone.
+    pub state: SlotState,
+    /// The key (meaningful unless empty).
+    pub key: SlotKey,
+}
+
+/// Decodes a slot's link, state and key; an error names what is damaged.
+pub fn decode_head(bytes: &[u8]) -> Result<SlotHead, &'static str> {
     debug_assert_eq!(bytes.len(), SLOT_LEN);
     let next = le_u64(bytes, NEXT_OFFSET);
     let meta = le_u64(bytes, META_OFFSET);
@@ -213,6 +225,21 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Slot, &'static str> {
     let mut key_bytes = [0u8; INLINE_KEY_LEN];
     key_bytes.copy_from_slice(&bytes[KEY_OFFSET..KEY_OFFSET + INLINE_KEY_LEN]);
     let key = SlotKey { len: ((meta >> 8) & 0xff) as u8, bytes: key_bytes };
+    if state != SlotState::Empty {
+        if usize::from(key.len) > INLINE_KEY_LEN && key.len != LONG_KEY {
+            return Err("slot key length out of range");
+        }
+        if le_u32(bytes, KEY_CRC_OFFSET) != key.crc() {
+            return Err("slot key checksum mismatch");
+        }
+    }
+    Ok(SlotHead { next, state, key })
+}
+
+/// Decodes a slot; an error names what is damaged beyond a torn payload.
+pub fn decode_slot(bytes: &[u8]) -> Result<Slot, &'static str> {
+    let SlotHead { next, state, key } = decode_head(bytes)?;
+    let meta = le_u64(bytes, META_OFFSET);
     let mut payload_bytes = [0u8; 20];
     payload_bytes.copy_from_slice(&bytes[SEQ_OFFSET..SEQ_OFFSET + 20]);
     let payload = SlotPayload {
@@ -226,12 +253,6 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Slot, &'static str> {
     };
     if state == SlotState::Empty {
         return Ok(Slot { next, state, key, payload, payload_intact: true });
-    }
-    if usize::from(key.len) > INLINE_KEY_LEN && key.len != LONG_KEY {
-        return Err("slot key length out of range");
-    }
-    if le_u32(bytes, KEY_CRC_OFFSET) != key.crc() {
-        return Err("slot key checksum mismatch");
     }
     let payload_intact = (meta >> 32) as u32 == payload_crc(state, &payload_bytes);
     Ok(Slot { next, state, key, payload, payload_intact })

@@ -26,8 +26,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::slot::{
-    decode_slot, encode_key, encode_payload, meta_word, Slot, SlotKey, SlotPayload, SlotState, TableHeader, HEADER_LEN,
-    KEY_FIELDS_OFFSET, META_OFFSET, NEXT_OFFSET, PAYLOAD_OFFSET, SLOT_LEN,
+    decode_head, decode_slot, encode_key, encode_payload, meta_word, Slot, SlotHead, SlotKey, SlotPayload, SlotState,
+    TableHeader, HEADER_LEN, KEY_FIELDS_OFFSET, META_OFFSET, NEXT_OFFSET, PAYLOAD_OFFSET, SLOT_LEN,
 };
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, MappedFile};
@@ -206,6 +206,12 @@ impl Table {
         Error::corruption(&self.path, slot_offset(index) as u64, reason)
     }
 
+    /// The link, state and key of slot `index`.
+    fn head(&self, index: u64) -> Result<SlotHead> {
+        let at = slot_offset(index);
+        decode_head(&self.file.bytes()[at..at + SLOT_LEN]).map_err(|reason| self.corrupt(index, reason))
+    }
+
     /// The decoded slot `index`.
     pub fn slot(&self, index: u64) -> Result<Slot> {
         let at = slot_offset(index);
@@ -218,8 +224,10 @@ impl Table {
         let mut index = hash % self.buckets;
         let mut pred = None;
         for _ in 0..=self.buckets {
-            let slot = self.slot(index)?;
-            if slot.state != SlotState::Empty {
+            let head = self.head(index)?;
+            if head.state != SlotState::Empty && head.key.matches(key, hash) != Some(false) {
+                // Only the slot that matches is decoded whole.
+                let slot = self.slot(index)?;
                 let hit = match slot.key.matches(key, hash) {
                     Some(certain) => certain,
                     // A torn payload cannot point at the key to compare; prefix, length class
@@ -231,7 +239,7 @@ impl Table {
                     return Ok(Some(Found { index, pred, slot }));
                 }
             }
-            let Some(c) = self.link(index, slot.next)? else { return Ok(None) };
+            let Some(c) = self.link(index, head.next)? else { return Ok(None) };
             pred = Some(index);
             index = self.buckets + c;
         }
