@@ -109,6 +109,8 @@ pub struct Flags {
     pub background_gc: Option<bool>,
     /// splitkv: free dead ranges by punching holes.
     pub gc_punch_holes: Option<bool>,
+    /// splitkv: logical value-log space as a multiple of the space budget when punching holes.
+    pub gc_logical_space_factor: Option<f64>,
     /// splitkv: background GC read rate limit, bytes per second (0 = unlimited).
     pub gc_rate_limit: Option<u64>,
     /// Target size of level 1.
@@ -200,6 +202,7 @@ impl Default for Flags {
             space_amplification: None,
             background_gc: None,
             gc_punch_holes: None,
+            gc_logical_space_factor: None,
             gc_rate_limit: None,
             max_bytes_for_level_base: None,
             target_file_size: None,
@@ -283,7 +286,7 @@ usage: splitkv-bench [--name=value ...]
   --index=lsm|hash  --hash_capacity=N (--num)  --hash_shards=N (1)                 (splitkv)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
   --space_amplification=F|none (value-log space limit over live bytes; default 1.3)
-  --gc_punch_holes=BOOL  --gc_rate_limit=N                                        (splitkv)
+  --gc_punch_holes=BOOL  --gc_logical_space_factor=F  --gc_rate_limit=N          (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
   --ycsb_field_count=N (10)  --ycsb_field_length=N (100)
@@ -426,6 +429,10 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         }
         "background_gc" => flags.background_gc = Some(boolean()?),
         "gc_punch_holes" => flags.gc_punch_holes = Some(boolean()?),
+        "gc_logical_space_factor" => {
+            flags.gc_logical_space_factor =
+                Some(text()?.parse::<f64>().ok().filter(|f| *f >= 1.0).ok_or_else(|| bad("a factor of at least 1"))?)
+        }
         "gc_rate_limit" => flags.gc_rate_limit = Some(number("bytes per second")?),
         "max_bytes_for_level_base" => flags.max_bytes_for_level_base = Some(number("a size")?),
         "target_file_size" | "max_file_size" => flags.target_file_size = Some(number("a size")?),

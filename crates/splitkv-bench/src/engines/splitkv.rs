@@ -104,6 +104,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(b) = flags.background_gc {
         options.background_gc = b;
     }
+    if let Some(f) = flags.gc_logical_space_factor {
+        options.gc_logical_space_factor = f;
+    }
     if let Some(b) = flags.gc_punch_holes {
         options.gc_punch_holes = b;
     }

@@ -88,6 +88,7 @@ impl DbInner {
         self.space_checked_at.store(written, Ordering::Relaxed);
         let start = std::time::Instant::now();
         let mut surveyed = false;
+        let mut flushed = false;
         let result = loop {
             let pressure = self.gc.space_pressure(self);
             self.space_pressed.store(pressure != SpacePressure::None, Ordering::Relaxed);
@@ -111,6 +112,15 @@ impl DbInner {
                 // Likewise past what GC can do.
                 if pressure == SpacePressure::OverAmplification {
                     break Ok(());
+                }
+                // The index may hold the only reference to sealed segments' garbage in memory
+                // (a memtable, or the hash index's unapplied writes), and the recorded log head
+                // keeps GC off every segment after it: flush once, so the head moves on.
+                if !flushed {
+                    flushed = true;
+                    self.submit(PendingWrite::flush())?;
+                    self.index.wait_for_flush()?;
+                    continue;
                 }
                 // Garbage may exist that nothing has counted yet: count it once, then decide.
                 if !surveyed {

@@ -47,6 +47,9 @@ use crate::vlog::{RecordKind, ReplayedRecord};
 /// Memory charged to `recent` per key beyond its bytes (the version and the map's overhead).
 const RECENT_KEY_OVERHEAD: usize = 64;
 
+/// Segments the log may run ahead of the recorded head before a checkpoint.
+const MAX_LAG_SEGMENTS: u64 = 8;
+
 /// The smallest table created.
 const MIN_BUCKETS: u64 = 16;
 
@@ -378,7 +381,10 @@ impl Index for HashIndex {
             let state = self.state.read();
             (state.recent.len(), state.recent_bytes, state.table.torn_slots(), state.table.stats().file_bytes as usize)
         };
-        if bytes >= self.checkpoint_bytes.max(table_bytes / 4) || (force && keys > 0) || torn > 0 {
+        // A long log tail slows reopening and keeps GC off every segment after the recorded
+        // head: checkpoint at least once per few segments written.
+        let lagging = keys > 0 && self.log.head().segment.0 >= self.catalog.log_head().segment.0 + MAX_LAG_SEGMENTS;
+        if bytes >= self.checkpoint_bytes.max(table_bytes / 4) || lagging || (force && keys > 0) || torn > 0 {
             self.checkpoint()?;
             let state = self.state.read();
             if state.table.torn_slots() > 0 {
