@@ -384,7 +384,10 @@ impl Index for HashIndex {
         // A long log tail slows reopening and keeps GC off every segment after the recorded
         // head: checkpoint at least once per few segments written.
         let lagging = keys > 0 && self.log.head().segment.0 >= self.catalog.log_head().segment.0 + MAX_LAG_SEGMENTS;
-        if bytes >= self.checkpoint_bytes.max(table_bytes / 4) || lagging || (force && keys > 0) || torn > 0 {
+        // Forced with nothing to apply, a checkpoint still moves the recorded head past a
+        // sealed segment, so that GC may clean it.
+        let forced = force && (keys > 0 || self.catalog.log_head() != self.log.head());
+        if bytes >= self.checkpoint_bytes.max(table_bytes / 4) || lagging || forced || torn > 0 {
             self.checkpoint()?;
             let state = self.state.read();
             if state.table.torn_slots() > 0 {
