@@ -563,7 +563,11 @@ mod tests {
 
     /// Keys that all land in bucket 0 of a table of `buckets`.
     fn colliding(buckets: u64, n: usize) -> Vec<Vec<u8>> {
-        (0u32..).map(|i| format!("key{i}").into_bytes()).filter(|k| key_hash(k).is_multiple_of(buckets)).take(n).collect()
+        (0u32..)
+            .map(|i| format!("key{i}").into_bytes())
+            .filter(|k| key_hash(k).is_multiple_of(buckets))
+            .take(n)
+            .collect()
     }
 
     fn new_table(buckets: u64) -> (MemFileSystem, Table) {
