@@ -27,7 +27,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::CliError;
+use crate::commands::{CliError, IndexChoice};
 
 /// Admin tool for splitkv databases.
 #[derive(Debug, Parser)]
@@ -47,8 +47,17 @@ struct Cli {
 enum Command {
     /// Print the value of KEY (raw bytes, or hex with --hex); exit 1 if it is missing.
     Get { db: PathBuf, key: String },
-    /// Set KEY to VALUE (read from standard input when VALUE is omitted).
-    Put { db: PathBuf, key: String, value: Option<String> },
+    /// Set KEY to VALUE (read from standard input when VALUE is omitted); creates DB if there is
+    /// none.
+    Put {
+        db: PathBuf,
+        key: String,
+        value: Option<String>,
+        /// Index of a database this command creates [default: lsm]; an existing database keeps
+        /// its own, and naming another is an error.
+        #[arg(long, value_enum)]
+        index: Option<IndexChoice>,
+    },
     /// Remove KEY.
     Delete { db: PathBuf, key: String },
     /// List entries in key order, from --from (inclusive) to --to (exclusive).
@@ -67,19 +76,24 @@ enum Command {
         #[arg(long)]
         keys_only: bool,
     },
-    /// Levels, value-log segments, log head, sequence number, options and space amplification.
+    /// Levels (or the hash table), value-log segments, log head, sequence number, options and
+    /// space amplification.
     Info { db: PathBuf },
-    /// Check every SSTable block, every value-log record and every value pointer.
+    /// Check every SSTable block, every value-log record, the hash table's chains and slots, and
+    /// every value pointer.
     Verify {
         db: PathBuf,
         /// Check files only; skip opening the database to resolve value pointers.
         #[arg(long)]
         files_only: bool,
     },
-    /// Print the contents of one file.
+    /// Print the contents of one file: `dump FILE` tells the kind by the file's name, or name it.
+    #[command(args_conflicts_with_subcommands = true, arg_required_else_help = true)]
     Dump {
         #[command(subcommand)]
-        what: DumpTarget,
+        what: Option<DumpTarget>,
+        /// NNNNNN.sst, NNNNNNNN.vlog, MANIFEST-NNNNNN or HASHINDEX.
+        file: Option<PathBuf>,
     },
     /// Compact the whole key range down through every level.
     Compact { db: PathBuf },
@@ -97,6 +111,8 @@ enum DumpTarget {
     Segment { file: PathBuf },
     /// Every version edit in the MANIFEST that CURRENT names (or a MANIFEST file given directly).
     Manifest { db: PathBuf },
+    /// The geometry, every non-empty slot and the chain lengths of a hash table (HASHINDEX).
+    HashTable { file: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -104,7 +120,7 @@ fn main() -> ExitCode {
     let out = commands::Output { style: format::ByteStyle::from_hex_flag(cli.hex), json: cli.json };
     let result = match cli.command {
         Command::Get { db, key } => commands::kv::get(&db, &key, out),
-        Command::Put { db, key, value } => commands::kv::put(&db, &key, value.as_deref(), out),
+        Command::Put { db, key, value, index } => commands::kv::put(&db, &key, value.as_deref(), index, out),
         Command::Delete { db, key } => commands::kv::delete(&db, &key, out),
         Command::Scan { db, from, to, limit, keys_only } => {
             let scan = commands::kv::ScanArgs { from, to, limit, keys_only };
@@ -112,9 +128,14 @@ fn main() -> ExitCode {
         }
         Command::Info { db } => commands::info::run(&db, out),
         Command::Verify { db, files_only } => commands::verify::run(&db, files_only, out),
-        Command::Dump { what: DumpTarget::Sst { file } } => commands::dump::sst(&file, out),
-        Command::Dump { what: DumpTarget::Segment { file } } => commands::dump::segment(&file, out),
-        Command::Dump { what: DumpTarget::Manifest { db } } => commands::dump::manifest(&db, out),
+        Command::Dump { what: Some(DumpTarget::Sst { file }), .. } => commands::dump::sst(&file, out),
+        Command::Dump { what: Some(DumpTarget::Segment { file }), .. } => commands::dump::segment(&file, out),
+        Command::Dump { what: Some(DumpTarget::Manifest { db }), .. } => commands::dump::manifest(&db, out),
+        Command::Dump { what: Some(DumpTarget::HashTable { file }), .. } => commands::dump::hash_table(&file, out),
+        Command::Dump { what: None, file: Some(file) } => commands::dump::by_name(&file, out),
+        Command::Dump { what: None, file: None } => {
+            Err(CliError::Usage("dump needs a file: dump FILE or dump sst|segment|manifest|hash-table FILE".into()))
+        }
         Command::Compact { db } => commands::admin::compact(&db, out),
         Command::Gc { db } => commands::admin::gc(&db, out),
         Command::Stats { db } => commands::admin::stats(&db, out),

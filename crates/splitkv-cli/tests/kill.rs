@@ -21,6 +21,12 @@
 //! show. Each value encodes the generation, batch and key that wrote it, so a failure says which
 //! write a wrong value came from.
 //!
+//! Each test runs one case: a GC mode over an index. Every mode runs over the LSM index; the
+//! hash index (SSHKV mode) runs the same modes except `copy-all-separated`, which differs from
+//! `copy` only in what the LSM index keeps inline (the hash index keeps every value in the
+//! log). Its table starts at 64 buckets, so chains form and the table grows (rehash and rename)
+//! while children are being killed.
+//!
 //! The test binary is its own child: with `SPLITKV_KILL_CHILD` set, the `child_entry` test runs
 //! the workload instead of returning (under `cargo test` and `cargo nextest` alike, since both
 //! run one test with `<binary> --exact <name> --nocapture`).
@@ -28,11 +34,12 @@
 //! Environment:
 //! - `SPLITKV_KILL_SEED=<u64>` reproduces a run; the seed is printed at the start and in every
 //!   failure message.
-//! - `SPLITKV_KILL_ROUNDS=<n>` sets the kills per mode (default [`DEFAULT_ROUNDS`]) for a soak.
-//!   The `no-gc` mode never collects its log, so its directory grows by a few MiB per kill.
+//! - `SPLITKV_KILL_ROUNDS=<n>` sets the kills per case (default [`DEFAULT_ROUNDS`] for the LSM
+//!   index, [`HASH_ROUNDS`] for the hash index) for a soak. The `no-gc` mode never collects its
+//!   log, so its directory grows by a few MiB per kill.
 //!
-//! A failing mode keeps its directory (the path is in the message) for a post-mortem with
-//! `splitkv verify`, `info` and `dump`; passing modes remove theirs.
+//! A failing case keeps its directory (the path is in the message) for a post-mortem with
+//! `splitkv verify`, `info` and `dump`; passing cases remove theirs.
 #![cfg(unix)]
 
 use std::fmt::Write as _;
@@ -48,11 +55,15 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use splitkv::options::Options;
+use splitkv::options::{IndexKind, Options};
 use splitkv::{Db, ReadOptions, WriteBatch, WriteOptions};
 
-/// Kills per mode in a normal run; five modes make 100 kills in all.
+/// Kills per LSM case in a normal run; five modes make 100 kills.
 const DEFAULT_ROUNDS: u32 = 20;
+/// Kills per hash-index case in a normal run: four modes make 48 more, which keeps the whole
+/// test within about one and a half times the LSM cases' run time. Soaks raise both with
+/// `SPLITKV_KILL_ROUNDS`.
+const HASH_ROUNDS: u32 = 12;
 /// Keys the workload draws from: few enough that values are overwritten often (so GC always has
 /// garbage to collect), enough to spread over several segments and tables.
 const KEYS: u16 = 1200;
@@ -67,7 +78,7 @@ const HEADER_LEN: usize = 10;
 const READER_STREAM: u64 = 0x7265_6164_6572;
 const PARENT_STREAM: u64 = 0x7061_7265_6e74;
 
-/// Environment of the child: its mode (the variable that makes `child_entry` run), directory,
+/// Environment of the child: its case (the variable that makes `child_entry` run), directory,
 /// seed and generation.
 const CHILD_ENV: &str = "SPLITKV_KILL_CHILD";
 const CHILD_DIR_ENV: &str = "SPLITKV_KILL_CHILD_DIR";
@@ -94,8 +105,8 @@ const FIRST_ACK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Held while this process spawns a child or has a database open. A spawned child holds a copy
 /// of every descriptor of this process until it execs, including the `LOCK` file of a database
-/// that another mode's thread has open; the engine locks with `flock`, whose lock lives as long
-/// as any copy. Without this, `splitkv verify` (or a child) of one mode could find its database
+/// that another case's thread has open; the engine locks with `flock`, whose lock lives as long
+/// as any copy. Without this, `splitkv verify` (or a child) of one case could find its database
 /// still locked just after its own thread closed it, because another thread was mid-spawn.
 static SPAWN_OR_OPEN_DB: Mutex<()> = Mutex::new(());
 
@@ -106,7 +117,7 @@ fn spawn_or_open_db() -> MutexGuard<'static, ()> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Modes
+// Cases: modes over indexes
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -124,8 +135,6 @@ enum Mode {
 }
 
 impl Mode {
-    const ALL: [Mode; 5] = [Mode::NoGc, Mode::Copy, Mode::CopyAllSeparated, Mode::PunchHoles, Mode::SpaceBudget];
-
     fn name(self) -> &'static str {
         match self {
             Mode::NoGc => "no-gc",
@@ -134,10 +143,6 @@ impl Mode {
             Mode::PunchHoles => "punch-holes",
             Mode::SpaceBudget => "space-budget",
         }
-    }
-
-    fn parse(s: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.name() == s)
     }
 
     /// Default options with sizes small enough that flushes, compactions, segment rotations and
@@ -161,29 +166,122 @@ impl Mode {
     }
 }
 
+/// Which index maps keys to values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Index {
+    Lsm,
+    Hash,
+}
+
+/// One configuration the test kills: a mode over an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Case {
+    mode: Mode,
+    index: Index,
+}
+
+impl Case {
+    const ALL: [Case; 9] = [
+        Case::lsm(Mode::NoGc),
+        Case::lsm(Mode::Copy),
+        Case::lsm(Mode::CopyAllSeparated),
+        Case::lsm(Mode::PunchHoles),
+        Case::lsm(Mode::SpaceBudget),
+        Case::hash(Mode::NoGc),
+        Case::hash(Mode::Copy),
+        Case::hash(Mode::PunchHoles),
+        Case::hash(Mode::SpaceBudget),
+    ];
+
+    const fn lsm(mode: Mode) -> Case {
+        Case { mode, index: Index::Lsm }
+    }
+
+    const fn hash(mode: Mode) -> Case {
+        Case { mode, index: Index::Hash }
+    }
+
+    /// The mode's name, prefixed with `hash-` for the hash index (LSM names are unchanged, so
+    /// seeds reported before the hash index joined still name their case).
+    fn name(self) -> String {
+        match self.index {
+            Index::Lsm => self.mode.name().to_string(),
+            Index::Hash => format!("hash-{}", self.mode.name()),
+        }
+    }
+
+    fn parse(s: &str) -> Option<Case> {
+        Case::ALL.into_iter().find(|c| c.name() == s)
+    }
+
+    /// The mode's options over the case's index; the child, the parent's reopen and the space
+    /// figure all open with these.
+    fn options(self) -> Options {
+        let options = self.mode.options();
+        match self.index {
+            Index::Lsm => options,
+            // In the hash index `write_buffer_size` bounds the keys written since the last
+            // checkpoint (their bytes plus a fixed overhead each), not value bytes. At the
+            // modes' 256 KiB that exceeds the whole 1200-key working set, so only GC's forced
+            // checkpoints (and none at all in `no-gc`) would ever write the table; 32 KiB lets
+            // the write path checkpoint every few hundred keys, in every mode.
+            Index::Hash => {
+                Options { index: IndexKind::Hash { capacity: 64, shards: 1 }, write_buffer_size: 32 << 10, ..options }
+            }
+        }
+    }
+
+    fn default_rounds(self) -> u32 {
+        match self.index {
+            Index::Lsm => DEFAULT_ROUNDS,
+            Index::Hash => HASH_ROUNDS,
+        }
+    }
+}
+
 #[test]
 fn kill_without_gc() {
-    run_mode(Mode::NoGc);
+    run_case(Case::lsm(Mode::NoGc));
 }
 
 #[test]
 fn kill_during_copy_gc() {
-    run_mode(Mode::Copy);
+    run_case(Case::lsm(Mode::Copy));
 }
 
 #[test]
 fn kill_during_copy_gc_all_values_separated() {
-    run_mode(Mode::CopyAllSeparated);
+    run_case(Case::lsm(Mode::CopyAllSeparated));
 }
 
 #[test]
 fn kill_during_hole_punching_gc() {
-    run_mode(Mode::PunchHoles);
+    run_case(Case::lsm(Mode::PunchHoles));
 }
 
 #[test]
 fn kill_during_space_budget_gc() {
-    run_mode(Mode::SpaceBudget);
+    run_case(Case::lsm(Mode::SpaceBudget));
+}
+
+#[test]
+fn kill_hash_index_without_gc() {
+    run_case(Case::hash(Mode::NoGc));
+}
+
+#[test]
+fn kill_hash_index_during_copy_gc() {
+    run_case(Case::hash(Mode::Copy));
+}
+
+#[test]
+fn kill_hash_index_during_hole_punching_gc() {
+    run_case(Case::hash(Mode::PunchHoles));
+}
+
+#[test]
+fn kill_hash_index_during_space_budget_gc() {
+    run_case(Case::hash(Mode::SpaceBudget));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -311,16 +409,16 @@ impl Model {
 /// Runs the child workload when started by [`spawn_child`]; passes at once otherwise.
 #[test]
 fn child_entry() {
-    let Some(mode) = std::env::var_os(CHILD_ENV) else { return };
+    let Some(case) = std::env::var_os(CHILD_ENV) else { return };
     let arg = |name: &str| std::env::var_os(name).unwrap_or_else(|| die(EXIT_BAD_ARGS, &format!("{name} not set")));
-    let mode = mode.to_str().and_then(Mode::parse).unwrap_or_else(|| die(EXIT_BAD_ARGS, &format!("mode {mode:?}")));
+    let case = case.to_str().and_then(Case::parse).unwrap_or_else(|| die(EXIT_BAD_ARGS, &format!("case {case:?}")));
     let dir = PathBuf::from(arg(CHILD_DIR_ENV));
     let number = |name: &str| -> u64 {
         arg(name).to_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| die(EXIT_BAD_ARGS, &format!("bad {name}")))
     };
     let seed = number(CHILD_SEED_ENV);
     let generation = u32::try_from(number(CHILD_GENERATION_ENV)).unwrap_or_else(|_| die(EXIT_BAD_ARGS, "generation"));
-    run_child(mode, &dir, seed, generation);
+    run_child(case, &dir, seed, generation);
 }
 
 /// Ends the child with `code` after saying why on stderr (the parent shows it).
@@ -330,8 +428,8 @@ fn die(code: i32, message: &str) -> ! {
 }
 
 /// Writes batches until killed, with GC and short-lived readers running alongside.
-fn run_child(mode: Mode, dir: &Path, seed: u64, generation: u32) -> ! {
-    let db = match Db::open(dir, mode.options()) {
+fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
+    let db = match Db::open(dir, case.options()) {
         Ok(db) => Arc::new(db),
         Err(e) => die(EXIT_OPEN_FAILED, &format!("open {}: {e}", dir.display())),
     };
@@ -339,7 +437,7 @@ fn run_child(mode: Mode, dir: &Path, seed: u64, generation: u32) -> ! {
 
     // GC back to back, so that a kill most likely lands inside a run (compaction, relocation,
     // hole punching or segment release). An error is a finding, never retried.
-    if mode != Mode::NoGc {
+    if case.mode != Mode::NoGc {
         let gc_db = Arc::clone(&db);
         thread::spawn(move || loop {
             if let Err(e) = gc_db.run_gc() {
@@ -419,7 +517,7 @@ fn read_briefly(db: &Db, rng: &mut StdRng) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------------
 // Parent
 
-/// What a mode's run did, for the summary line.
+/// What a case's run did, for the summary line.
 #[derive(Default)]
 struct Tally {
     batches_acked: u64,
@@ -427,16 +525,16 @@ struct Tally {
     in_flight_applied: u32,
 }
 
-fn run_mode(mode: Mode) {
+fn run_case(case: Case) {
     let seed = match std::env::var("SPLITKV_KILL_SEED") {
         Ok(s) => s.trim().parse().unwrap_or_else(|_| panic!("SPLITKV_KILL_SEED={s:?} is not a u64")),
         Err(_) => rand::random(),
     };
     let rounds = match std::env::var("SPLITKV_KILL_ROUNDS") {
         Ok(s) => s.trim().parse().unwrap_or_else(|_| panic!("SPLITKV_KILL_ROUNDS={s:?} is not a number")),
-        Err(_) => DEFAULT_ROUNDS,
+        Err(_) => case.default_rounds(),
     };
-    println!("kill test seed = {seed} (mode {}, {rounds} kills)", mode.name());
+    println!("kill test seed = {seed} (case {}, {rounds} kills)", case.name());
     let started = Instant::now();
     let tmp = tempfile::Builder::new().prefix("splitkv-kill-").tempdir().expect("create temp dir");
     let dir = tmp.path().join("db");
@@ -444,23 +542,23 @@ fn run_mode(mode: Mode) {
     let mut model = Model::empty();
     let mut tally = Tally::default();
     for generation in 0..rounds {
-        if let Err(e) = kill_round(mode, &dir, seed, generation, &mut rng, &mut model, &mut tally) {
+        if let Err(e) = kill_round(case, &dir, seed, generation, &mut rng, &mut model, &mut tally) {
             // Keep the directory for a post-mortem; it is the state the message describes.
             let kept = tmp.keep();
             panic!(
-                "kill test FAILED: seed = {seed}, mode {}, generation {generation}: {e}\n\
+                "kill test FAILED: seed = {seed}, case {}, generation {generation}: {e}\n\
                  (directory kept: {})",
-                mode.name(),
+                case.name(),
                 kept.display()
             );
         }
     }
-    let (left, collected) = final_space_amplification(mode, &dir);
+    let (left, collected) = final_space_amplification(case, &dir);
     println!(
-        "kill test mode {}: {rounds} kills, {} batches acknowledged, 0 lost, {} run_gc calls returned, \
+        "kill test case {}: {rounds} kills, {} batches acknowledged, 0 lost, {} run_gc calls returned, \
          in-flight batch applied {} times, {} keys live at the end, space amplification {left:.2} as \
          the last kill left it and {collected:.2} after run_gc, {:.1?}",
-        mode.name(),
+        case.name(),
         tally.batches_acked,
         tally.gc_runs,
         tally.in_flight_applied,
@@ -471,9 +569,9 @@ fn run_mode(mode: Mode) {
 
 /// Bytes on disk over live key and value bytes, as the last kill left the database and after
 /// a `run_gc`: what the kills cost in space.
-fn final_space_amplification(mode: Mode, dir: &Path) -> (f64, f64) {
+fn final_space_amplification(case: Case, dir: &Path) -> (f64, f64) {
     let _no_spawn = spawn_or_open_db();
-    let db = Db::open(dir, mode.options()).expect("reopen for the space figure");
+    let db = Db::open(dir, case.options()).expect("reopen for the space figure");
     let live: usize = db
         .range::<&[u8], _>(..)
         .expect("range")
@@ -487,7 +585,7 @@ fn final_space_amplification(mode: Mode, dir: &Path) -> (f64, f64) {
 
 /// One generation: run a child, kill it, check the database, run `splitkv verify`.
 fn kill_round(
-    mode: Mode,
+    case: Case,
     dir: &Path,
     seed: u64,
     generation: u32,
@@ -496,7 +594,7 @@ fn kill_round(
     tally: &mut Tally,
 ) -> Result<(), String> {
     let stderr_path = dir.with_file_name(format!("child-{generation}.stderr"));
-    let (mut child, acks, gc_runs) = spawn_child(mode, dir, seed, generation, &stderr_path)?;
+    let (mut child, acks, gc_runs) = spawn_child(case, dir, seed, generation, &stderr_path)?;
     let child_stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
 
     let first_ack = match acks.recv_timeout(FIRST_ACK_TIMEOUT) {
@@ -548,7 +646,7 @@ fn kill_round(
     };
     let state = {
         let _no_spawn = spawn_or_open_db();
-        let db = Db::open(dir, mode.options()).map_err(|e| failed(format!("reopen failed: {e}")))?;
+        let db = Db::open(dir, case.options()).map_err(|e| failed(format!("reopen failed: {e}")))?;
         check_state(&db, &after_ack, &after_in_flight, last_ack).map_err(failed)?
     };
     if state == InFlight::Applied {
@@ -564,7 +662,7 @@ fn kill_round(
 /// complete `ACK <n>` line, and returns the number of `GC` lines once the child's stdout closes
 /// (which also closes the channel).
 fn spawn_child(
-    mode: Mode,
+    case: Case,
     dir: &Path,
     seed: u64,
     generation: u32,
@@ -575,7 +673,7 @@ fn spawn_child(
     let mut command = Command::new(exe);
     command
         .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, mode.name())
+        .env(CHILD_ENV, case.name())
         .env(CHILD_DIR_ENV, dir)
         .env(CHILD_SEED_ENV, seed.to_string())
         .env(CHILD_GENERATION_ENV, generation.to_string())

@@ -14,7 +14,7 @@ use crate::format;
 
 /// Compacts the whole key range through every level, then prints the resulting shape.
 pub fn compact(dir: &Path, out: Output) -> Result<Exit, CliError> {
-    let db = open_db(dir, false)?;
+    let db = open_db(dir, None)?;
     let before = db.stats();
     db.compact_range(None, None)?;
     let after = db.stats();
@@ -42,7 +42,7 @@ pub fn compact(dir: &Path, out: Output) -> Result<Exit, CliError> {
 /// Runs value-log garbage collection to completion (flush, full compaction, then every segment
 /// holding garbage) and reports what it read, rewrote and released.
 pub fn gc(dir: &Path, out: Output) -> Result<Exit, CliError> {
-    let db = open_db(dir, false)?;
+    let db = open_db(dir, None)?;
     let before = db.stats();
     let outcome = db.run_gc()?;
     let after = db.stats();
@@ -75,7 +75,7 @@ pub fn gc(dir: &Path, out: Output) -> Result<Exit, CliError> {
 
 /// Prints the engine statistics.
 pub fn stats(dir: &Path, out: Output) -> Result<Exit, CliError> {
-    let db = open_db(dir, false)?;
+    let db = open_db(dir, None)?;
     let stats = db.stats();
     db.close()?;
     if out.json {
@@ -100,6 +100,11 @@ fn stats_json(s: &Stats) -> serde_json::Value {
         "log_head": { "segment": s.log_head.0, "offset": s.log_head.1 },
         "last_sequence": s.last_sequence,
         "memtable_bytes": s.memtable_bytes,
+        "hash_table": s.hash_table.map(|h| json!({
+            "buckets": h.buckets, "entries": h.entries, "tombstones": h.tombstones,
+            "collision_used": h.collision_used, "file_bytes": h.file_bytes, "recent_keys": h.recent_keys,
+            "checkpoints": h.checkpoints, "growths": h.growths,
+        })),
         "sstable_bytes": s.sstable_bytes(),
         "vlog_bytes": s.vlog_bytes(),
         "vlog_garbage_bytes": s.vlog_garbage_bytes(),

@@ -1,14 +1,20 @@
-//! `dump sst`, `dump segment`, `dump manifest`: one file's contents, human-readable or JSON.
+//! `dump sst`, `dump segment`, `dump manifest`, `dump hash-table`: one file's contents,
+//! human-readable or JSON; `dump FILE` picks the kind by the file's name.
 //!
 //! Files are read directly through the library's readers (no database is opened and nothing is
 //! written), so a dump works on a copy of a file, on a database another process holds, and on a
 //! damaged file: entries before the damage are printed, then the error with its file and offset.
+//! A hash table is the exception to "entries before the damage": its chains are checked as a
+//! whole when it is opened, so a damaged one is listed slot by slot in file order instead, with
+//! no chain walked (see [`hash_table`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use splitkv::filenames::{manifest_file, parse_file_name, FileKind};
+use splitkv::index::hash::slot::{decode_slot, Slot, SlotState, TableHeader, HEADER_LEN, SLOT_LEN, TABLE_VERSION};
+use splitkv::index::hash::table::Table as HashTable;
 use splitkv::iter::InternalIterator;
 use splitkv::sstable::{Table, TableOptions};
 use splitkv::types::{parse_internal_key, FileNumber, InternalKey, ValueKind, ValuePointer};
@@ -17,8 +23,25 @@ use splitkv::version::{FileMetaData, VersionEdit, VersionSet};
 use splitkv::vlog::{scan_segment, RecordKind};
 use splitkv::Options;
 
-use super::{os_fs, print_json, CliError, Exit, Output};
+use super::{hash, os_fs, print_json, CliError, Exit, Output};
 use crate::format::ByteStyle;
+
+/// Dumps the file at `path` as the kind its name says: `NNNNNN.sst`, `NNNNNNNN.vlog`,
+/// `MANIFEST-NNNNNN` or `HASHINDEX`. Any other name is a usage error naming the subcommands
+/// that dump a file whatever its name.
+pub fn by_name(path: &Path, out: Output) -> Result<Exit, CliError> {
+    match path.file_name().and_then(|n| n.to_str()).and_then(parse_file_name) {
+        Some(FileKind::Table(_)) => sst(path, out),
+        Some(FileKind::Segment(_)) => segment(path, out),
+        Some(FileKind::Manifest(_)) => manifest(path, out),
+        Some(FileKind::HashTable) => hash_table(path, out),
+        _ => Err(CliError::Usage(format!(
+            "cannot tell what {} is from its name (expected NNNNNN.sst, NNNNNNNN.vlog, MANIFEST-NNNNNN or \
+             HASHINDEX); name the kind: dump sst|segment|manifest|hash-table FILE",
+            path.display()
+        ))),
+    }
+}
 
 /// Opens the SSTable at `path`; its number comes from the file name (0 if the name is not one of
 /// splitkv's, e.g. a copy).
@@ -322,4 +345,192 @@ fn edit_json(offset: u64, edit: &VersionEdit, style: ByteStyle) -> Value {
         "skipped_ranges": edit.skipped_ranges.iter()
             .map(|(id, start, end)| json!({ "segment": id.0, "start": start, "end": end })).collect::<Vec<_>>(),
     })
+}
+
+/// Dumps a hash index's table file: its geometry and counts, every non-empty slot reachable from
+/// a bucket (chain by chain, bucket order) and how long the chains are.
+///
+/// A table that does not open (damaged header, a broken chain, a damaged slot key) is listed
+/// slot by slot in file order after the error, since no chain can be trusted then: every slot
+/// that is not empty, including unreachable collision slots (free, whatever they hold) and slots
+/// that do not decode. The command then ends with the error.
+pub fn hash_table(path: &Path, out: Output) -> Result<Exit, CliError> {
+    let (bytes, table) = hash::open_copy(path)?;
+    match table {
+        Ok(table) => {
+            dump_hash_chains(path, &table, out)?;
+            Ok(Exit::Success)
+        }
+        Err(e) => {
+            dump_hash_slots_raw(path, &bytes, &e, out);
+            Err(e.into())
+        }
+    }
+}
+
+/// One hash slot for people or JSON. `bucket` is `None` where it cannot be known (a collision
+/// slot whose key does not decode).
+fn describe_slot(index: u64, bucket: Option<u64>, slot: &Slot, buckets: u64, out: Output) -> (String, Value) {
+    let p = &slot.payload;
+    let next = slot.next.checked_sub(1).map(|c| buckets.saturating_add(c));
+    let region = if index < buckets { "normal" } else { "collision" };
+    let mut row = json!({
+        "slot": index, "offset": hash::slot_offset(index), "region": region, "bucket": bucket,
+        "state": hash::state_name(slot.state), "sequence": p.seq.0,
+        "pointer": { "segment": p.pointer.segment.0, "offset": p.pointer.offset, "len": p.pointer.len },
+        "payload_intact": slot.payload_intact, "next": next,
+    });
+    hash::add_key_json(&mut row, &slot.key, out.style);
+    let bucket = bucket.map_or_else(|| "?".to_string(), |b| b.to_string());
+    let next = next.map(|n| format!(" next={n}")).unwrap_or_default();
+    // A torn payload's sequence number and pointer are whatever the interrupted update left.
+    let torn = if slot.payload_intact { "" } else { " TORN PAYLOAD (checksum mismatch)" };
+    let text = format!(
+        "slot {index} bucket {bucket} {} {} @{} ptr={}:{}+{}{next}{torn}",
+        hash::state_name(slot.state),
+        hash::show_key(&slot.key, out.style),
+        p.seq,
+        p.pointer.segment.0,
+        p.pointer.offset,
+        p.pointer.len
+    );
+    (text, row)
+}
+
+/// Keys per bucket, for the chain summary.
+#[derive(Default)]
+struct Chains {
+    /// Entries of each bucket that has any, in bucket order (the walk's order).
+    per_bucket: Vec<(u64, u64)>,
+}
+
+impl Chains {
+    fn add(&mut self, bucket: u64) {
+        match self.per_bucket.last_mut() {
+            Some((b, n)) if *b == bucket => *n += 1,
+            _ => self.per_bucket.push((bucket, 1)),
+        }
+    }
+
+    /// How many buckets hold 0, 1, 2, ... keys.
+    fn histogram(&self, buckets: u64) -> Vec<u64> {
+        let longest = self.per_bucket.iter().map(|&(_, n)| n).max().unwrap_or(0);
+        let mut counts = vec![0u64; usize::try_from(longest).unwrap_or(0) + 1];
+        for &(_, n) in &self.per_bucket {
+            if let Some(c) = usize::try_from(n).ok().and_then(|n| counts.get_mut(n)) {
+                *c += 1;
+            }
+        }
+        counts[0] = buckets.saturating_sub(self.per_bucket.len() as u64);
+        counts
+    }
+
+    /// The bucket with the most keys (the first such), and how many.
+    fn longest(&self) -> Option<(u64, u64)> {
+        self.per_bucket.iter().copied().reduce(|best, c| if c.1 > best.1 { c } else { best })
+    }
+}
+
+fn dump_hash_chains(path: &Path, table: &HashTable, out: Output) -> splitkv::Result<()> {
+    let stats = table.stats();
+    let buckets = stats.buckets;
+    if !out.json {
+        outln!(
+            "{}: hash table format version {TABLE_VERSION}, {buckets} buckets + {buckets} collision slots, {} bytes",
+            path.display(),
+            stats.file_bytes
+        );
+        outln!(
+            "{} entries ({} tombstones), {} collision slots used, load factor {:.3}",
+            stats.entries,
+            stats.tombstones,
+            stats.collision_used,
+            hash::load_factor(&stats)
+        );
+    }
+    let mut rows = Vec::new();
+    let mut chains = Chains::default();
+    table.for_each(&mut |index, slot| {
+        let bucket = hash::bucket_of(index, slot, buckets);
+        chains.add(bucket);
+        let (text, row) = describe_slot(index, Some(bucket), slot, buckets, out);
+        if out.json {
+            rows.push(row);
+        } else {
+            outln!("{text}");
+        }
+        Ok(())
+    })?;
+    let histogram = chains.histogram(buckets);
+    let longest = chains.longest();
+    if out.json {
+        let mut header = hash::stats_json(&stats);
+        header["file"] = json!(path.display().to_string());
+        header["format_version"] = json!(TABLE_VERSION);
+        header["slots"] = json!(rows);
+        header["chains"] = json!({
+            "buckets_with_keys": chains.per_bucket.len(),
+            "longest": longest.map(|(bucket, keys)| json!({ "bucket": bucket, "keys": keys })),
+            "buckets_by_keys": histogram,
+        });
+        print_json(&header);
+    } else {
+        let spread: Vec<String> =
+            histogram.iter().enumerate().filter(|(_, &n)| n > 0).map(|(keys, n)| format!("{keys}:{n}")).collect();
+        let longest = longest.map_or(String::from("no keys"), |(b, n)| {
+            format!("the longest holds {n} {} (bucket {b})", if n == 1 { "key" } else { "keys" })
+        });
+        outln!(
+            "chains: {} of {buckets} buckets hold keys, {longest}; buckets by keys held: {}",
+            chains.per_bucket.len(),
+            spread.join(" ")
+        );
+    }
+    Ok(())
+}
+
+/// Lists every non-empty slot of a table that does not open, in file order (see
+/// [`hash_table`]).
+fn dump_hash_slots_raw(path: &Path, bytes: &[u8], error: &splitkv::Error, out: Output) {
+    let header = TableHeader::decode(bytes);
+    if !out.json {
+        outln!("{}: hash table that does not open: {error}", path.display());
+    }
+    let mut rows = Vec::new();
+    if let Ok(h) = &header {
+        if !out.json {
+            outln!("header: {} buckets; listing slots in file order, chains not walked", h.buckets);
+        }
+        let slots = bytes.len().saturating_sub(HEADER_LEN) / SLOT_LEN;
+        for index in 0..slots as u64 {
+            let at = hash::slot_offset(index) as usize;
+            let Some(raw) = bytes.get(at..at + SLOT_LEN) else { break };
+            let (text, row) = match decode_slot(raw) {
+                Ok(slot) if slot.state == SlotState::Empty => continue,
+                Ok(slot) => {
+                    let bucket = Some(hash::bucket_of(index, &slot, h.buckets));
+                    describe_slot(index, bucket, &slot, h.buckets, out)
+                }
+                Err(reason) => (
+                    format!("slot {index} at offset {at}: does not decode: {reason}"),
+                    json!({ "slot": index, "offset": at, "error": reason }),
+                ),
+            };
+            if out.json {
+                rows.push(row);
+            } else {
+                outln!("{text}");
+            }
+        }
+    }
+    if out.json {
+        print_json(&json!({
+            "file": path.display().to_string(),
+            "buckets": header.as_ref().ok().map(|h| h.buckets),
+            "header_error": header.as_ref().err(),
+            "raw": true,
+            "slots": rows,
+            "error": error.to_string(),
+        }));
+    }
 }

@@ -5,20 +5,25 @@
 //! for the writes not yet flushed, which raise the sequence number. Nothing is replayed, written
 //! or truncated, and the directory lock is held throughout so the files cannot change under us.
 //!
-//! Space amplification is bytes on disk (SSTables + segments + MANIFEST) over the estimated live
-//! bytes (the same minus the known value-log garbage). Garbage becomes known only when a flush or
-//! compaction drops the last reference to a record, so this is a lower bound.
+//! A hash-index database has no SSTable levels; its table file (`HASHINDEX`) is opened instead
+//! (which walks every chain) for its geometry and counts.
+//!
+//! Space amplification is bytes on disk (SSTables + segments + MANIFEST + hash table) over the
+//! estimated live bytes (the same minus the known value-log garbage). Garbage becomes known only
+//! when a flush, compaction or checkpoint drops the last reference to a record, so this is a
+//! lower bound.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
-use splitkv::filenames::{manifest_file, segment_file};
+use splitkv::filenames::{hash_table_file, manifest_file, segment_file};
+use splitkv::index::hash::table::TableStats;
 use splitkv::types::{compare_internal_keys, InternalKey, SegmentId};
 use splitkv::version::VersionSet;
 use splitkv::vlog::{scan_segment, SEGMENT_HEADER_LEN};
 use splitkv::Options;
 
-use super::{lock_db_dir, os_fs, print_json, CliError, Exit, Output};
+use super::{db_options, hash, lock_db_dir, os_fs, print_json, CliError, Exit, IndexChoice, Output};
 use crate::format;
 
 /// One value-log segment as `info` reports it.
@@ -40,11 +45,57 @@ struct Tail {
     error: Option<String>,
 }
 
+/// The hash table of a hash-index database as `info` reports it.
+struct HashReport {
+    file: std::path::PathBuf,
+    /// Bytes of the file, known even when it does not open.
+    file_bytes: u64,
+    /// Its figures, or why the table could not be opened.
+    stats: Result<TableStats, String>,
+}
+
+impl HashReport {
+    fn read(dir: &Path) -> Result<Option<HashReport>, CliError> {
+        let file = hash_table_file(dir);
+        let fs = os_fs();
+        if !fs.exists(&file) {
+            return Ok(None);
+        }
+        let file_bytes = fs.file_size(&file)?;
+        let stats = hash::open_locked(&file).map(|t| t.stats()).map_err(|e| e.to_string());
+        Ok(Some(HashReport { file, file_bytes, stats }))
+    }
+
+    fn json(&self) -> Value {
+        let mut fields = match &self.stats {
+            Ok(stats) => hash::stats_json(stats),
+            Err(e) => json!({ "file_bytes": self.file_bytes, "error": e }),
+        };
+        fields["file"] = json!(self.file.display().to_string());
+        fields
+    }
+
+    fn print(&self) {
+        outln!("hash table {} ({})", self.file.display(), format::size(self.file_bytes));
+        match &self.stats {
+            Ok(s) => {
+                outln!("  buckets          {}", s.buckets);
+                outln!("  entries          {} ({} tombstones)", s.entries, s.tombstones);
+                outln!("  collision slots  {} used of {}", s.collision_used, s.buckets);
+                outln!("  file bytes       {}", s.file_bytes);
+                outln!("  load factor      {:.3} (entries per bucket)", hash::load_factor(s));
+            }
+            Err(e) => outln!("  cannot be read: {e}"),
+        }
+    }
+}
+
 /// Prints the report.
 pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
     let _lock = lock_db_dir(dir)?;
     let fs = os_fs();
-    let options = Options::default();
+    let options = db_options(dir, IndexChoice::Lsm);
+    let hash_table = HashReport::read(dir)?;
     let versions = VersionSet::recover(fs.clone(), dir, options.num_levels)?;
     let version = versions.current();
 
@@ -102,7 +153,8 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
     let vlog_bytes: u64 = segments.iter().map(|s| s.bytes).sum();
     let garbage: u64 = segments.iter().map(|s| s.garbage_bytes).sum();
     let holes: u64 = segments.iter().map(|s| s.hole_bytes).sum();
-    let on_disk = sst_bytes + vlog_bytes + manifest_bytes - holes;
+    let hash_bytes = hash_table.as_ref().map_or(0, |h| h.file_bytes);
+    let on_disk = (sst_bytes + vlog_bytes + manifest_bytes + hash_bytes).saturating_sub(holes);
     let live = on_disk.saturating_sub(garbage);
     let space_amplification = if live == 0 { 1.0 } else { on_disk as f64 / live as f64 };
     let show_key = |k: &Option<InternalKey>| k.as_ref().map(|k| out.style.show(k.user_key()));
@@ -115,6 +167,8 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
             "last_sequence": last_sequence,
             "flushed_sequence": versions.last_sequence().0,
             "log_head": { "segment": head.segment.0, "offset": head.offset },
+            "index": if hash_table.is_some() { "hash" } else { "lsm" },
+            "hash_table": hash_table.as_ref().map(HashReport::json),
             "unflushed_log": {
                 "records": tail.records, "bytes": tail.bytes, "error": tail.error,
             },
@@ -128,6 +182,7 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
             })).collect::<Vec<_>>(),
             "space": {
                 "sstable_bytes": sst_bytes, "vlog_bytes": vlog_bytes, "manifest_bytes": manifest_bytes,
+                "hash_table_bytes": hash_bytes,
                 "hole_bytes": holes, "known_garbage_bytes": garbage, "on_disk_bytes": on_disk,
                 "estimated_live_bytes": live, "space_amplification": space_amplification,
             },
@@ -146,16 +201,22 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
     }
     outln!("next file {}", versions.next_file_number());
     outln!();
-    outln!("level  files        size  key range");
-    for (level, files, bytes, smallest, largest) in &levels {
-        if *files == 0 {
-            continue;
+    if let Some(hash_table) = &hash_table {
+        outln!("index     hash table (no SSTable levels)");
+        hash_table.print();
+    } else {
+        outln!("index     LSM");
+        outln!("level  files        size  key range");
+        for (level, files, bytes, smallest, largest) in &levels {
+            if *files == 0 {
+                continue;
+            }
+            let range = match (show_key(smallest), show_key(largest)) {
+                (Some(a), Some(b)) => format!("{a} .. {b}"),
+                _ => String::new(),
+            };
+            outln!("{level:>5} {files:>6} {:>11}  {range}", format::size(*bytes));
         }
-        let range = match (show_key(smallest), show_key(largest)) {
-            (Some(a), Some(b)) => format!("{a} .. {b}"),
-            _ => String::new(),
-        };
-        outln!("{level:>5} {files:>6} {:>11}  {range}", format::size(*bytes));
     }
     outln!();
     outln!("segment        size        live     garbage       holes");
@@ -171,15 +232,20 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
         );
     }
     outln!();
+    let hash_part =
+        if hash_table.is_some() { format!(", hash table {}", format::size(hash_bytes)) } else { String::new() };
     outln!(
-        "space     {} on disk (SSTables {}, value log {}, MANIFEST {}), {} known garbage",
+        "space     {} on disk (SSTables {}, value log {}, MANIFEST {}{hash_part}), {} known garbage",
         format::size(on_disk),
         format::size(sst_bytes),
         format::size(vlog_bytes),
         format::size(manifest_bytes),
         format::size(garbage)
     );
-    outln!("space amplification {space_amplification:.3} (a lower bound: garbage is known only after flushes and compactions)");
+    outln!(
+        "space amplification {space_amplification:.3} (a lower bound: garbage is known only after flushes, \
+         compactions and checkpoints)"
+    );
     outln!();
     outln!("options this tool opens the database with (splitkv does not store options in the database):");
     if let Value::Object(fields) = options_json(&options) {

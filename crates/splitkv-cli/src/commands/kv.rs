@@ -12,13 +12,13 @@ use std::path::Path;
 use serde_json::json;
 use splitkv::WriteOptions;
 
-use super::{open_db, print_json, CliError, Exit, Output};
+use super::{existing_index, open_db, print_json, CliError, Exit, IndexChoice, Output};
 use crate::format::ByteStyle;
 
 /// Prints the value of `key`; [`Exit::NotFound`] if there is none.
 pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
     let key = out.parse_bytes(key)?;
-    let db = open_db(dir, false)?;
+    let db = open_db(dir, None)?;
     let Some(value) = db.get(&key)? else {
         if out.json {
             print_json(&json!({ "key": out.style.show(&key), "found": false }));
@@ -40,8 +40,25 @@ pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
 }
 
 /// Sets `key` to `value`, or to standard input when `value` is `None`. Creates the database if
-/// there is none.
-pub fn put(dir: &Path, key: &str, value: Option<&str>, out: Output) -> Result<Exit, CliError> {
+/// there is none, with `index` (LSM if not given); an `index` that differs from an existing
+/// database's is a usage error, since the engine cannot change a database's index.
+pub fn put(
+    dir: &Path,
+    key: &str,
+    value: Option<&str>,
+    index: Option<IndexChoice>,
+    out: Output,
+) -> Result<Exit, CliError> {
+    if let (Some(wanted), Some(existing)) = (index, existing_index(dir)) {
+        if wanted != existing {
+            return Err(CliError::Usage(format!(
+                "{} holds a database with the {} index; --index {} only applies to a new database",
+                dir.display(),
+                existing.name(),
+                wanted.name()
+            )));
+        }
+    }
     let key = out.parse_bytes(key)?;
     let value = match value {
         Some(v) => out.parse_bytes(v)?,
@@ -56,7 +73,7 @@ pub fn put(dir: &Path, key: &str, value: Option<&str>, out: Output) -> Result<Ex
             }
         }
     };
-    let db = open_db(dir, true)?;
+    let db = open_db(dir, Some(index.unwrap_or(IndexChoice::Lsm)))?;
     db.put_opt(&WriteOptions { sync: true }, &key, &value)?;
     db.close()?;
     Ok(Exit::Success)
@@ -65,7 +82,7 @@ pub fn put(dir: &Path, key: &str, value: Option<&str>, out: Output) -> Result<Ex
 /// Removes `key` (removing a missing key is not an error, as in the library).
 pub fn delete(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
     let key = out.parse_bytes(key)?;
-    let db = open_db(dir, false)?;
+    let db = open_db(dir, None)?;
     db.delete_opt(&WriteOptions { sync: true }, &key)?;
     db.close()?;
     Ok(Exit::Success)
@@ -93,7 +110,7 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
         })
     };
     let range = (bound(&args.from, Bound::Included)?, bound(&args.to, Bound::Excluded)?);
-    let db = open_db(dir, false)?;
+    let db = open_db(dir, None)?;
     let entries = db.range(range)?.take(args.limit.unwrap_or(usize::MAX));
     let mut stdout = std::io::stdout().lock();
     let mut rows = Vec::new();

@@ -5,9 +5,14 @@
 //! value log and may start background compaction) or, when it only reads files, holds the
 //! directory lock itself ([`lock_db_dir`]) so that another process cannot change the files under
 //! it. Both fail with a clear message when another process has the database open.
+//!
+//! splitkv does not record in the database which index it was created with, and the engine
+//! refuses to open one with the other kind; the tool tells them apart by the hash index's table
+//! file (`HASHINDEX`), which only hash-index databases have ([`existing_index`]).
 
 pub mod admin;
 pub mod dump;
+pub mod hash;
 pub mod info;
 pub mod kv;
 pub mod verify;
@@ -17,9 +22,9 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use splitkv::filenames::{current_file, lock_file};
+use splitkv::filenames::{current_file, hash_table_file, lock_file};
 use splitkv::fs::{FileLock, FileSystem, OsFileSystem};
-use splitkv::{Db, Error, Options};
+use splitkv::{Db, Error, IndexKind, Options};
 
 use crate::format::ByteStyle;
 use crate::hex;
@@ -122,12 +127,68 @@ pub fn require_db(dir: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Opens the database at `dir`; with `create`, makes a new one if there is none.
-pub fn open_db(dir: &Path, create: bool) -> Result<Db, CliError> {
-    if !create {
-        require_db(dir)?;
+/// Buckets of a hash table this tool creates; it grows as keys arrive. An existing table's
+/// size comes from its file, so this matters only for a new database.
+pub const HASH_CAPACITY: u64 = 1 << 16;
+
+/// Which index a database uses (`--index` on the commands that can create one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum IndexChoice {
+    /// Memtable and leveled SSTables.
+    Lsm,
+    /// The persistent hash table (SSHKV mode).
+    Hash,
+}
+
+impl IndexChoice {
+    /// The engine's index kind for this choice.
+    pub fn kind(self) -> IndexKind {
+        match self {
+            IndexChoice::Lsm => IndexKind::Lsm,
+            IndexChoice::Hash => IndexKind::Hash { capacity: HASH_CAPACITY, shards: 1 },
+        }
     }
-    let options = Options { create_if_missing: create, ..Options::default() };
+
+    /// `lsm` or `hash`, as on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexChoice::Lsm => "lsm",
+            IndexChoice::Hash => "hash",
+        }
+    }
+}
+
+/// The index of the database at `dir`, `None` if there is no database: hash when its table
+/// file exists, else LSM when the directory holds a database at all.
+pub fn existing_index(dir: &Path) -> Option<IndexChoice> {
+    let fs = os_fs();
+    if fs.exists(&hash_table_file(dir)) {
+        Some(IndexChoice::Hash)
+    } else if fs.exists(&current_file(dir)) {
+        Some(IndexChoice::Lsm)
+    } else {
+        None
+    }
+}
+
+/// The options the tool opens the database at `dir` with: defaults, with the index the
+/// directory holds, or `new_index` for a database yet to be created.
+pub fn db_options(dir: &Path, new_index: IndexChoice) -> Options {
+    let index = existing_index(dir).unwrap_or(new_index);
+    Options { index: index.kind(), ..Options::default() }
+}
+
+/// Opens the database at `dir` with the index it holds. With `create`, makes a new one with
+/// that index if there is none; without, a directory without a database is a usage error.
+pub fn open_db(dir: &Path, create: Option<IndexChoice>) -> Result<Db, CliError> {
+    let new_index = match create {
+        Some(index) => index,
+        None => {
+            require_db(dir)?;
+            IndexChoice::Lsm
+        }
+    };
+    let options = Options { create_if_missing: create.is_some(), ..db_options(dir, new_index) };
     Ok(Db::open(dir, options)?)
 }
 

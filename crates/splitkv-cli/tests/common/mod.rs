@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use splitkv::{Db, Options};
+use splitkv::{Db, IndexKind, Options};
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -31,6 +31,46 @@ pub fn build_db(dir: &Path) -> Result<(), splitkv::Error> {
         db.put(&key, expected_value(&key))?;
     }
     db.flush()?;
+    db.close()
+}
+
+/// Options of the hash-index databases the tests build: a small first table, so that it grows
+/// and keys share chains.
+pub fn hash_options() -> Options {
+    Options { index: IndexKind::Hash { capacity: 16, shards: 1 }, ..Options::default() }
+}
+
+/// The long keys (over the 24 bytes a hash slot holds whole) written by [`build_hash_db`].
+pub fn long_key(i: usize) -> String {
+    format!("a-key-longer-than-a-hash-slot-holds-{i:02}")
+}
+
+/// Creates a hash-index database in `dir`: the keys of [`build_db`] and ten [`long_key`]s with
+/// [`expected_value`]s, then deletes `key010`..`key019` and `long_key(3)`, and checkpoints, so
+/// the table holds 204 keys. Then writes past the checkpoint, which stay in the log only (the
+/// table learns of them when the database is next opened and checkpointed): `key020` is
+/// deleted and `late` is put. Closes it.
+pub fn build_hash_db(dir: &Path) -> Result<(), splitkv::Error> {
+    let db = Db::open(dir, hash_options())?;
+    for i in 0..200 {
+        let key = format!("key{i:03}");
+        db.put(&key, expected_value(&key))?;
+    }
+    for i in 0..5 {
+        let key = format!("big{i}");
+        db.put(&key, expected_value(&key))?;
+    }
+    for i in 0..10 {
+        let key = long_key(i);
+        db.put(&key, expected_value(&key))?;
+    }
+    for i in 10..20 {
+        db.delete(format!("key{i:03}"))?;
+    }
+    db.delete(long_key(3))?;
+    db.flush()?;
+    db.delete("key020")?;
+    db.put("late", expected_value("late"))?;
     db.close()
 }
 

@@ -99,6 +99,11 @@ impl SlotKey {
         (self.len != LONG_KEY).then(|| &self.bytes[..usize::from(self.len)])
     }
 
+    /// A long key's stored prefix (its first bytes); `None` for a key stored inline.
+    pub fn long_prefix(&self) -> Option<&[u8]> {
+        (self.len == LONG_KEY).then(|| &self.bytes[..LONG_KEY_PREFIX])
+    }
+
     /// The key's hash (computed for inline keys, stored for long ones).
     pub fn hash(&self) -> u64 {
         match self.inline() {
@@ -344,6 +349,8 @@ mod tests {
             assert!(slot.payload_intact);
             assert_eq!(slot.key.hash(), hash);
             assert_eq!(slot.key.inline().is_some(), key.len() <= INLINE_KEY_LEN);
+            let prefix = (key.len() > INLINE_KEY_LEN).then(|| &key[..LONG_KEY_PREFIX]);
+            assert_eq!(slot.key.long_prefix(), prefix);
             let expected = if key.len() <= INLINE_KEY_LEN { Some(true) } else { None };
             assert_eq!(slot.key.matches(key, hash), expected);
         }
