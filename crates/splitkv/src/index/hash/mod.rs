@@ -179,11 +179,9 @@ impl HashIndex {
         let found = state.table.find(key, key_hash(key), &mut |key, p| self.record_holds(p, key))?;
         match found {
             None => Ok(None),
-            Some(f) if !f.slot.payload_intact => Err(Error::corruption(
-                state.table.path(),
-                0,
-                format!("hash slot {} has a torn payload that no log record repaired", f.index),
-            )),
+            Some(f) if !f.slot.payload_intact => {
+                Err(state.table.slot_error(f.index, "torn slot payload that no replayed write repaired"))
+            }
             Some(f) => Ok(Some(Version::from_payload(&f.slot.payload))),
         }
     }
@@ -192,21 +190,31 @@ impl HashIndex {
     /// through the predecessor pointers of its log records.
     fn visible_at(&self, key: &[u8], newest: Version, seq: SequenceNumber) -> Result<Option<Version>> {
         let mut version = newest;
+        // The record of `version`, once read.
+        let mut record = None;
         loop {
             if version.seq <= seq {
                 return Ok(Some(version));
             }
-            let Some(record) = self.read_older(&version.pointer)? else { return Ok(None) };
-            if record.key != key {
+            let current = match record.take() {
+                Some(current) => current,
+                None => match self.read_older(&version.pointer)? {
+                    Some(current) => current,
+                    None => return Ok(None),
+                },
+            };
+            if current.key != key {
                 return Err(Error::corruption(
                     segment_file(&self.dir, version.pointer.segment),
                     version.pointer.offset,
                     "version chain leads to a record of another key",
                 ));
             }
-            let Some(prev) = record.prev else { return Ok(None) };
+            // The log refuses a predecessor that is not older than its record: walks end.
+            let Some(prev) = current.prev else { return Ok(None) };
             let Some(older) = self.read_older(&prev)? else { return Ok(None) };
             version = Version { seq: older.seq, pointer: prev, deleted: older.kind == RecordKind::Delete };
+            record = Some(older);
         }
     }
 
@@ -317,7 +325,7 @@ impl HashIndex {
         let mut out: Vec<(Vec<u8>, Version)> = state.recent.iter().map(|(k, v)| (k.clone(), *v)).collect();
         let mut visit = |index: u64, slot: &slot::Slot| -> Result<()> {
             if !slot.payload_intact {
-                return Err(Error::corruption(state.table.path(), 0, format!("hash slot {index} has a torn payload")));
+                return Err(state.table.slot_error(index, "torn slot payload"));
             }
             let key = match slot.key.inline() {
                 Some(key) => key.to_vec(),
@@ -480,7 +488,7 @@ impl Index for HashIndex {
         let recent: HashSet<&[u8]> = state.recent.keys().map(|k| k.as_slice()).collect();
         state.table.for_each(&mut |index, slot| {
             if !slot.payload_intact {
-                return Err(Error::corruption(state.table.path(), 0, format!("hash slot {index} has a torn payload")));
+                return Err(state.table.slot_error(index, "torn slot payload"));
             }
             let shadowed = match slot.key.inline() {
                 Some(key) => recent.contains(key),

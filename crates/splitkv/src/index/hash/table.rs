@@ -172,7 +172,7 @@ impl Table {
                 let slot = self.slot(index)?;
                 if slot.state != SlotState::Empty {
                     if slot.key.hash() % self.buckets != bucket {
-                        return Err(self.corrupt(index, "slot linked into another bucket's chain"));
+                        return Err(self.slot_error(index, "slot linked into another bucket's chain"));
                     }
                     soft.entries += 1;
                     if slot.state == SlotState::Tombstone {
@@ -184,7 +184,9 @@ impl Table {
                 }
                 let Some(c) = self.link(index, slot.next)? else { break };
                 if soft.is_used(c) {
-                    return Err(self.corrupt(index, "chain link to a slot already linked (a cycle or a shared tail)"));
+                    return Err(
+                        self.slot_error(index, "chain link to a slot already linked (a cycle or a shared tail)")
+                    );
                 }
                 soft.set_used(c, true);
                 index = self.buckets + c;
@@ -198,24 +200,25 @@ impl Table {
         match next {
             0 => Ok(None),
             n if n - 1 < self.buckets => Ok(Some(n - 1)),
-            _ => Err(self.corrupt(index, "chain link beyond the collision region")),
+            _ => Err(self.slot_error(index, "chain link beyond the collision region")),
         }
     }
 
-    fn corrupt(&self, index: u64, reason: &str) -> Error {
+    /// Corruption of slot `index`, reported at its offset in the file.
+    pub fn slot_error(&self, index: u64, reason: &str) -> Error {
         Error::corruption(&self.path, slot_offset(index) as u64, reason)
     }
 
     /// The link, state and key of slot `index`.
     fn head(&self, index: u64) -> Result<SlotHead> {
         let at = slot_offset(index);
-        decode_head(&self.file.bytes()[at..at + SLOT_LEN]).map_err(|reason| self.corrupt(index, reason))
+        decode_head(&self.file.bytes()[at..at + SLOT_LEN]).map_err(|reason| self.slot_error(index, reason))
     }
 
     /// The decoded slot `index`.
     pub fn slot(&self, index: u64) -> Result<Slot> {
         let at = slot_offset(index);
-        decode_slot(&self.file.bytes()[at..at + SLOT_LEN]).map_err(|reason| self.corrupt(index, reason))
+        decode_slot(&self.file.bytes()[at..at + SLOT_LEN]).map_err(|reason| self.slot_error(index, reason))
     }
 
     /// Finds `key` (whose hash is `hash`). Long keys that match by prefix and hash are confirmed
@@ -243,7 +246,7 @@ impl Table {
             pred = Some(index);
             index = self.buckets + c;
         }
-        Err(self.corrupt(index, "chain longer than the collision region (a cycle)"))
+        Err(self.slot_error(index, "chain longer than the collision region (a cycle)"))
     }
 
     /// True if a batch inserting up to `inserts` new keys might not fit: the collision region
@@ -284,7 +287,7 @@ impl Table {
             let head = self.slot(bucket)?;
             let key = SlotKey::new(op.key, op.hash);
             let mut encoded = [0u8; 20];
-            let crc = encode_payload(&payload, &mut encoded).map_err(|reason| self.corrupt(bucket, &reason))?;
+            let crc = encode_payload(&payload, &mut encoded).map_err(|reason| self.slot_error(bucket, &reason))?;
             let meta = meta_word(payload.state, &key, crc);
             if head.state == SlotState::Empty && !emptied_heads.contains(&bucket) && filled.insert(bucket) {
                 let at = slot_offset(bucket);
@@ -341,7 +344,7 @@ impl Table {
 
     fn update(&mut self, found: &Found, payload: &SlotPayload) -> Result<()> {
         let mut encoded = [0u8; 20];
-        let crc = encode_payload(payload, &mut encoded).map_err(|reason| self.corrupt(found.index, &reason))?;
+        let crc = encode_payload(payload, &mut encoded).map_err(|reason| self.slot_error(found.index, &reason))?;
         let at = slot_offset(found.index);
         self.file.write(at + PAYLOAD_OFFSET, &encoded);
         self.file.store_u64(at + META_OFFSET, meta_word(payload.state, &found.slot.key, crc));
