@@ -24,7 +24,8 @@ pub enum IndexKind {
     Hash {
         /// Buckets of a new table (it grows when full); about the number of keys expected.
         capacity: u64,
-        /// Request shards of the half-sync/half-async front end (1 = the group-commit path).
+        /// Request shards of the half-sync/half-async front end. Not built yet: every value
+        /// takes the group-commit path, as with 1.
         shards: usize,
     },
 }
