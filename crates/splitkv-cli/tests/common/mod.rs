@@ -22,6 +22,13 @@ pub fn expected_value(key: &str) -> Vec<u8> {
 /// and closes it.
 pub fn build_db(dir: &Path) -> Result<(), splitkv::Error> {
     let db = Db::open(dir, Options::default())?;
+    put_fixture_keys(&db)?;
+    db.flush()?;
+    db.close()
+}
+
+/// Puts `key000`..`key199` and `big0`..`big4`, each with its [`expected_value`].
+fn put_fixture_keys(db: &Db) -> Result<(), splitkv::Error> {
     for i in 0..200 {
         let key = format!("key{i:03}");
         db.put(&key, expected_value(&key))?;
@@ -30,8 +37,7 @@ pub fn build_db(dir: &Path) -> Result<(), splitkv::Error> {
         let key = format!("big{i}");
         db.put(&key, expected_value(&key))?;
     }
-    db.flush()?;
-    db.close()
+    Ok(())
 }
 
 /// Options of the hash-index databases the tests build: a small first table, so that it grows
@@ -52,14 +58,7 @@ pub fn long_key(i: usize) -> String {
 /// deleted and `late` is put. Closes it.
 pub fn build_hash_db(dir: &Path) -> Result<(), splitkv::Error> {
     let db = Db::open(dir, hash_options())?;
-    for i in 0..200 {
-        let key = format!("key{i:03}");
-        db.put(&key, expected_value(&key))?;
-    }
-    for i in 0..5 {
-        let key = format!("big{i}");
-        db.put(&key, expected_value(&key))?;
-    }
+    put_fixture_keys(&db)?;
     for i in 0..10 {
         let key = long_key(i);
         db.put(&key, expected_value(&key))?;

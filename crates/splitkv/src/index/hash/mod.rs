@@ -23,7 +23,7 @@
 pub mod slot;
 pub mod table;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -322,22 +322,37 @@ impl HashIndex {
     /// Every key with its newest version, unsorted.
     fn all_newest(&self) -> Result<Vec<(Vec<u8>, Version)>> {
         let state = self.state.read();
-        let mut out: Vec<(Vec<u8>, Version)> = state.recent.iter().map(|(k, v)| (k.clone(), *v)).collect();
-        let mut visit = |index: u64, slot: &slot::Slot| -> Result<()> {
+        let mut out = Vec::new();
+        self.for_each_newest(&state, &mut |key, v| {
+            out.push((key.to_vec(), *v));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `visit` with every key's newest version: those in `recent`, then the table's that
+    /// `recent` does not shadow (a long key is read from its log record to tell).
+    fn for_each_newest(&self, state: &State, visit: &mut dyn FnMut(&[u8], &Version) -> Result<()>) -> Result<()> {
+        for (key, v) in &state.recent {
+            visit(key, v)?;
+        }
+        state.table.for_each(&mut |index, slot| {
             if !slot.payload_intact {
                 return Err(state.table.slot_error(index, "torn slot payload"));
             }
+            let long_key;
             let key = match slot.key.inline() {
-                Some(key) => key.to_vec(),
-                None => self.log.read_record(&slot.payload.pointer)?.key,
+                Some(key) => key,
+                None => {
+                    long_key = self.log.read_record(&slot.payload.pointer)?.key;
+                    &long_key
+                }
             };
-            if !state.recent.contains_key(&key) {
-                out.push((key, Version::from_payload(&slot.payload)));
+            if state.recent.contains_key(key) {
+                return Ok(());
             }
-            Ok(())
-        };
-        state.table.for_each(&mut visit)?;
-        Ok(out)
+            visit(key, &Version::from_payload(&slot.payload))
+        })
     }
 
     /// Figures about the table.
@@ -389,13 +404,17 @@ impl Index for HashIndex {
             let state = self.state.read();
             (state.recent.len(), state.recent_bytes, state.table.torn_slots(), state.table.stats().file_bytes as usize)
         };
-        // A long log tail slows reopening and keeps GC off every segment after the recorded
-        // head: checkpoint at least once per few segments written.
-        let lagging = keys > 0 && self.log.head().segment.0 >= self.catalog.log_head().segment.0 + MAX_LAG_SEGMENTS;
-        // Forced with nothing to apply, a checkpoint still moves the recorded head past a
-        // sealed segment, so that GC may clean it.
-        let forced = force && (keys > 0 || self.catalog.log_head() != self.log.head());
-        if bytes >= self.checkpoint_bytes.max(table_bytes / 4) || lagging || forced || torn > 0 {
+        let due = bytes >= self.checkpoint_bytes.max(table_bytes / 4) || torn > 0 || {
+            let (head, recorded) = (self.log.head(), self.catalog.log_head());
+            // A long log tail slows reopening and keeps GC off every segment after the recorded
+            // head: checkpoint at least once per few segments written.
+            let lagging = keys > 0 && head.segment.0 >= recorded.segment.0 + MAX_LAG_SEGMENTS;
+            // Forced with nothing to apply, a checkpoint still moves the recorded head past a
+            // sealed segment, so that GC may clean it.
+            let forced = force && (keys > 0 || recorded != head);
+            lagging || forced
+        };
+        if due {
             self.checkpoint()?;
             let state = self.state.read();
             if state.table.torn_slots() > 0 {
@@ -479,25 +498,9 @@ impl Index for HashIndex {
             surveyed: self.log.segments().iter().map(|s| s.id).filter(|id| *id < applied_before).collect(),
             ..LiveCount::default()
         };
-        let mut add = |v: &Version| {
+        self.for_each_newest(&state, &mut |_, v| {
             if !v.deleted && v.pointer.segment < applied_before {
                 *count.live.entry(v.pointer.segment).or_default() += u64::from(v.pointer.len);
-            }
-        };
-        state.recent.values().for_each(&mut add);
-        let recent: HashSet<&[u8]> = state.recent.keys().map(|k| k.as_slice()).collect();
-        state.table.for_each(&mut |index, slot| {
-            if !slot.payload_intact {
-                return Err(state.table.slot_error(index, "torn slot payload"));
-            }
-            let shadowed = match slot.key.inline() {
-                Some(key) => recent.contains(key),
-                None => {
-                    !recent.is_empty() && recent.contains(self.log.read_record(&slot.payload.pointer)?.key.as_slice())
-                }
-            };
-            if !shadowed {
-                add(&Version::from_payload(&slot.payload));
             }
             Ok(())
         })?;

@@ -162,9 +162,15 @@ impl Table {
         Ok(table)
     }
 
-    /// The soft state the chains imply, checking them on the way: every slot in its own
-    /// bucket's chain, no link beyond the collision region, no slot linked twice (no cycles).
+    /// The soft state the chains imply (see [`walk`](Self::walk)).
     fn scan(&self) -> Result<Soft> {
+        self.walk(&mut |_, _| Ok(()))
+    }
+
+    /// Walks every chain, checking it on the way (every slot in its own bucket's chain, no
+    /// link beyond the collision region, no slot linked twice, so no cycles), calls `visit`
+    /// with every entry (values and tombstones), and returns the soft state the chains imply.
+    fn walk(&self, visit: &mut dyn FnMut(u64, &Slot) -> Result<()>) -> Result<Soft> {
         let mut soft = Soft::empty(self.buckets);
         for bucket in 0..self.buckets {
             let mut index = bucket;
@@ -181,6 +187,7 @@ impl Table {
                     if !slot.payload_intact {
                         soft.torn.insert(index);
                     }
+                    visit(index, &slot)?;
                 }
                 let Some(c) = self.link(index, slot.next)? else { break };
                 if soft.is_used(c) {
@@ -438,20 +445,10 @@ impl Table {
         None
     }
 
-    /// Calls `visit` with every entry (values and tombstones), bucket by bucket.
+    /// Calls `visit` with every entry (values and tombstones), bucket by bucket, checking the
+    /// chains as open does.
     pub fn for_each(&self, visit: &mut dyn FnMut(u64, &Slot) -> Result<()>) -> Result<()> {
-        for bucket in 0..self.buckets {
-            let mut index = bucket;
-            loop {
-                let slot = self.slot(index)?;
-                if slot.state != SlotState::Empty {
-                    visit(index, &slot)?;
-                }
-                let Some(c) = self.link(index, slot.next)? else { break };
-                index = self.buckets + c;
-            }
-        }
-        Ok(())
+        self.walk(visit).map(drop)
     }
 
     /// Copies every entry into a new table of `buckets` buckets at `path`, made durable before
