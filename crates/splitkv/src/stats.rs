@@ -35,6 +35,8 @@ pub struct Counters {
     pub gc_survey_micros: AtomicU64,
     /// Point lookups served.
     pub gets: AtomicU64,
+    /// Keys written by users (puts and deletes), for the adaptive index's write intensity.
+    pub keys_written: AtomicU64,
     /// Value-log reads made to resolve pointers.
     pub vlog_reads: AtomicU64,
     /// SSTables consulted by point lookups (for read amplification).

@@ -52,7 +52,7 @@ pub fn open_table(path: &Path) -> splitkv::Result<Arc<Table>> {
         Some(FileKind::Table(n)) => n,
         _ => FileNumber(0),
     };
-    Table::open(file, path.to_path_buf(), number, size, &TableOptions::default(), None)
+    Table::open(file, path.to_path_buf(), number, size, &TableOptions::default(), None, None)
 }
 
 /// One SSTable entry, for people or JSON.

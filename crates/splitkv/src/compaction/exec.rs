@@ -19,7 +19,7 @@ use crate::filenames::table_file;
 use crate::fs::FileSystem;
 use crate::iter::merge::MergingIterator;
 use crate::iter::{entry_pointer, InternalIterator};
-use crate::sstable::{TableBuilder, TableCache, TableOptions};
+use crate::sstable::{IndexLearning, TableBuilder, TableCache, TableOptions};
 use crate::types::{
     compare_internal_keys, parse_internal_key, FileNumber, InternalKey, SegmentId, SequenceNumber, ValueKind,
     ValuePointer,
@@ -39,6 +39,7 @@ pub struct TableSink<'a> {
     current: Option<OpenOutput>,
     outputs: Vec<FileMetaData>,
     bytes_written: u64,
+    learning: Option<&'a IndexLearning>,
 }
 
 struct OpenOutput {
@@ -68,7 +69,14 @@ impl<'a> TableSink<'a> {
             current: None,
             outputs: Vec::new(),
             bytes_written: 0,
+            learning: None,
         }
+    }
+
+    /// Counts each finished table's index outcome in `learning`.
+    pub fn with_learning(mut self, learning: Option<&'a IndexLearning>) -> Self {
+        self.learning = learning;
+        self
     }
 
     /// Appends an entry; keys must arrive in internal-key order. `pointer` is the entry's value
@@ -104,7 +112,11 @@ impl<'a> TableSink<'a> {
     pub fn finish_current(&mut self) -> Result<()> {
         if let Some(out) = self.current.take() {
             let num_entries = out.builder.num_entries();
-            let size = out.builder.finish()?;
+            let built = out.builder.finish()?;
+            if let Some(learning) = self.learning {
+                learning.note_built(&built);
+            }
+            let size = built.size;
             self.bytes_written += size;
             self.outputs.push(FileMetaData {
                 number: out.number,
@@ -135,6 +147,8 @@ pub struct CompactionContext<'a> {
     pub table_cache: &'a TableCache,
     /// Options for output tables.
     pub table_options: TableOptions,
+    /// Counts the outputs' index outcomes.
+    pub learning: Option<&'a IndexLearning>,
     /// Sequence numbers of the live snapshots (and iterators), ascending.
     pub snapshots: Vec<SequenceNumber>,
     /// Allocates output file numbers (and registers them as pending).
@@ -183,7 +197,8 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
     input.seek_to_first()?;
 
     let mut sink =
-        TableSink::new(ctx.fs, ctx.dir, ctx.table_options, compaction.max_output_file_size, ctx.new_file_number);
+        TableSink::new(ctx.fs, ctx.dir, ctx.table_options, compaction.max_output_file_size, ctx.new_file_number)
+            .with_learning(ctx.learning);
     let mut garbage = Vec::new();
     let mut dropped_entries = 0;
     let mut current_user_key: Option<Vec<u8>> = None;

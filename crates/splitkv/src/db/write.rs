@@ -133,6 +133,7 @@ impl DbInner {
         let mut records = Vec::new();
         let mut sync = false;
         let mut user_bytes = 0u64;
+        let mut user_keys = 0u64;
         let mut separated_bytes = 0u64;
         let outcome = (|| -> Result<()> {
             for w in group {
@@ -167,6 +168,7 @@ impl DbInner {
                 if w.relocate_from.is_none() {
                     // GC's rewrites are the engine's writes, not the user's.
                     user_bytes += w.batch.payload_bytes() as u64;
+                    user_keys += w.batch.len() as u64;
                 }
                 for (rec, ptr) in records.iter().zip(pointers) {
                     let record = IndexRecord::from_log(rec.key, rec.seq, rec.kind, rec.value, ptr, threshold);
@@ -193,6 +195,7 @@ impl DbInner {
             self.applied_segment.fetch_max(last.log_pointer.segment.0, Ordering::Release);
         }
         Counters::add(&self.counters.user_bytes_written, user_bytes);
+        Counters::add(&self.counters.keys_written, user_keys);
         self.separated_bytes_written.fetch_add(separated_bytes, Ordering::Relaxed);
         self.last_sequence.store(seq, Ordering::Release);
         Ok(())

@@ -714,8 +714,8 @@ mod tests {
         for (key, value) in entries {
             builder.add(key, value)?;
         }
-        let size = builder.finish()?;
-        Table::open(OsFileSystem.open(&path)?, path, FileNumber(7), size, &opts, None)
+        let size = builder.finish()?.size;
+        Table::open(OsFileSystem.open(&path)?, path, FileNumber(7), size, &opts, None, None)
     }
 
     #[test]

@@ -173,6 +173,11 @@ impl Block {
         Ok((shared, non_shared, value_len, offset + header_len))
     }
 
+    /// The block's first key (an error for an empty block).
+    pub fn first_key(&self) -> BlockResult<&[u8]> {
+        self.restart_key(0)
+    }
+
     /// The full key stored at restart point `i` (restart entries share nothing).
     fn restart_key(&self, i: usize) -> BlockResult<&[u8]> {
         let offset = self.restart_point(i);
@@ -351,10 +356,18 @@ impl BlockIter {
 
     /// Positions on the first entry whose internal key is `>= target`.
     pub fn seek(&mut self, target: &[u8]) -> BlockResult<()> {
-        // Find the last restart whose key is < target; the answer is in its interval or is the
-        // first entry of the next one, which the scan reaches too.
-        let mut left = 0;
-        let mut right = self.block.num_restarts - 1;
+        self.seek_from(target, 0, usize::MAX)
+    }
+
+    /// Like [`BlockIter::seek`] for a caller that knows the answer is at or after restart
+    /// interval `first` and probably not after interval `last`: only restart keys in
+    /// `first..=last` are binary-searched. Exact whenever the answer is at or after `first` (it
+    /// scans on past `last` if it must).
+    pub fn seek_from(&mut self, target: &[u8], first: usize, last: usize) -> BlockResult<()> {
+        // Find the last restart (in range) whose key is < target; the answer is in its interval
+        // or after it, which the scan reaches too.
+        let mut left = first.min(self.block.num_restarts - 1);
+        let mut right = last.min(self.block.num_restarts - 1).max(left);
         while left < right {
             let mid = (left + right).div_ceil(2);
             let key = match self.block.restart_key(mid) {
@@ -377,6 +390,11 @@ impl BlockIter {
                 return Ok(());
             }
         }
+    }
+
+    /// Index of the restart interval holding the current entry.
+    pub fn restart_index(&self) -> usize {
+        self.restart_index
     }
 }
 

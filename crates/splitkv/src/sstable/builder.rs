@@ -11,7 +11,8 @@ use super::block::BlockBuilder;
 use super::filter::BloomFilterBuilder;
 use super::format::{block_trailer, compress_block, BlockHandle, Footer};
 use super::format::{CompressionType, IndexBlockKind};
-use super::index::{short_successor, shortest_separator, BinaryIndexBuilder};
+use super::index::{short_successor, shortest_separator, BinaryIndexBuilder, IndexBlockBuilder};
+use super::learned::LearnedIndexBuilder;
 use super::TableOptions;
 use crate::error::Result;
 use crate::fs::WritableFile;
@@ -22,14 +23,17 @@ pub struct TableBuilder {
     file: Box<dyn WritableFile>,
     opts: TableOptions,
     data_block: BlockBuilder,
-    index: BinaryIndexBuilder,
+    index: Box<dyn IndexBlockBuilder>,
     filter: Option<BloomFilterBuilder>,
     /// Offset where the next block will be written.
     offset: u64,
     num_entries: u64,
     last_key: Vec<u8>,
-    /// The block just flushed, waiting for the next key to choose its separator.
-    pending_handle: Option<BlockHandle>,
+    /// Entries in the data block being built.
+    block_entries: u64,
+    /// The block just flushed and its entry count, waiting for the next key to choose its
+    /// separator.
+    pending_handle: Option<(BlockHandle, u64)>,
     compression_scratch: Vec<u8>,
 }
 
@@ -42,11 +46,18 @@ impl TableBuilder {
         TableBuilder {
             file,
             data_block: BlockBuilder::new(opts.restart_interval),
-            index: BinaryIndexBuilder::default(),
+            index: match opts.index_block_kind {
+                IndexBlockKind::Binary => Box::new(BinaryIndexBuilder::default()),
+                // `Adaptive` reaching a builder means "train now": the caller already decided.
+                IndexBlockKind::Learned | IndexBlockKind::Adaptive => {
+                    Box::new(LearnedIndexBuilder::new(opts.restart_interval))
+                }
+            },
             filter,
             offset,
             num_entries: 0,
             last_key: Vec::new(),
+            block_entries: 0,
             pending_handle: None,
             compression_scratch: Vec::new(),
             opts,
@@ -59,9 +70,10 @@ impl TableBuilder {
             self.num_entries == 0 || compare_internal_keys(&self.last_key, ikey) == Ordering::Less,
             "keys added out of order"
         );
-        if let Some(handle) = self.pending_handle.take() {
-            self.index.add(&shortest_separator(&self.last_key, ikey), handle);
+        if let Some((handle, entries)) = self.pending_handle.take() {
+            self.index.add_block(&shortest_separator(&self.last_key, ikey), handle, entries);
         }
+        self.index.add_entry(ikey);
         if let Some(filter) = &mut self.filter {
             // Versions of one user key are adjacent; the filter needs the key once.
             let uk = user_key(ikey);
@@ -73,6 +85,7 @@ impl TableBuilder {
         self.last_key.clear();
         self.last_key.extend_from_slice(ikey);
         self.num_entries += 1;
+        self.block_entries += 1;
         if self.data_block.size_estimate() >= self.opts.block_size {
             self.flush_data_block()?;
         }
@@ -97,16 +110,17 @@ impl TableBuilder {
         let handle =
             write_block(&mut *self.file, &mut self.offset, raw, self.opts.compression, &mut self.compression_scratch)?;
         self.data_block.reset();
-        self.pending_handle = Some(handle);
+        self.pending_handle = Some((handle, self.block_entries));
+        self.block_entries = 0;
         Ok(())
     }
 
     /// Writes the last data block, the filter and index blocks and the footer, syncs the file,
-    /// and returns the table's size.
-    pub fn finish(mut self) -> Result<u64> {
+    /// and says what was written.
+    pub fn finish(mut self) -> Result<BuiltTable> {
         self.flush_data_block()?;
-        if let Some(handle) = self.pending_handle.take() {
-            self.index.add(&short_successor(&self.last_key), handle);
+        if let Some((handle, entries)) = self.pending_handle.take() {
+            self.index.add_block(&short_successor(&self.last_key), handle, entries);
         }
         let filter = match &mut self.filter {
             Some(f) => {
@@ -122,23 +136,32 @@ impl TableBuilder {
             }
             None => BlockHandle { offset: self.offset, size: 0 },
         };
-        let index_kind = match self.opts.index_block_kind {
-            IndexBlockKind::Binary => IndexBlockKind::Binary,
-        };
+        let built = self.index.finish();
         let index = write_block(
             &mut *self.file,
             &mut self.offset,
-            self.index.finish(),
+            &built.bytes,
             self.opts.compression,
             &mut self.compression_scratch,
         )?;
-        let footer = Footer { filter, index, num_entries: self.num_entries, index_kind };
+        let footer = Footer { filter, index, num_entries: self.num_entries, index_kind: built.kind };
         let encoded = footer.encode();
         self.file.append(&encoded)?;
         self.offset += encoded.len() as u64;
         self.file.sync()?;
-        Ok(self.offset)
+        Ok(BuiltTable { size: self.offset, index_kind: built.kind, model_rejected: built.model_rejected })
     }
+}
+
+/// What [`TableBuilder::finish`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuiltTable {
+    /// The table's size in bytes.
+    pub size: u64,
+    /// The index kind written.
+    pub index_kind: IndexBlockKind,
+    /// A learned index was asked for, trained, and rejected (the table has a binary index).
+    pub model_rejected: bool,
 }
 
 fn write_block(

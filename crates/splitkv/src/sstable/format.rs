@@ -88,6 +88,25 @@ pub enum IndexBlockKind {
     /// Separator keys with binary search (LevelDB's index block).
     #[default]
     Binary,
+    /// A model from key to entry position with a measured error bound (TridentKV), trained when
+    /// the table is written; a table whose model is rejected gets a binary index.
+    Learned,
+    /// TridentKV's adaptive rule: learned indexes trained when tables are written unless the
+    /// workload is write-intensive; binary-index tables that are read often and live long get a
+    /// model trained lazily in memory. Never stored: a table records what it holds.
+    Adaptive,
+}
+
+impl IndexBlockKind {
+    /// Parses `binary`, `learned` or `adaptive`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "binary" => Some(IndexBlockKind::Binary),
+            "learned" => Some(IndexBlockKind::Learned),
+            "adaptive" => Some(IndexBlockKind::Adaptive),
+            _ => None,
+        }
+    }
 }
 
 /// Compression byte stored in the block trailer.
@@ -103,6 +122,8 @@ pub(crate) fn compression_byte(c: CompressionType) -> u8 {
 pub(crate) fn index_kind_byte(k: IndexBlockKind) -> u8 {
     match k {
         IndexBlockKind::Binary => 0,
+        // Builders resolve `Adaptive` before writing; a model is what would be stored.
+        IndexBlockKind::Learned | IndexBlockKind::Adaptive => 1,
     }
 }
 
@@ -110,6 +131,7 @@ pub(crate) fn index_kind_byte(k: IndexBlockKind) -> u8 {
 pub(crate) fn index_kind_from_byte(b: u8) -> Option<IndexBlockKind> {
     match b {
         0 => Some(IndexBlockKind::Binary),
+        1 => Some(IndexBlockKind::Learned),
         _ => None,
     }
 }

@@ -1,7 +1,10 @@
 //! The index block: maps an internal key to the data block that may hold it.
 //!
-//! [`IndexBlock`] is the seam between index encodings; the footer's index-kind byte says which one
-//! a table uses, so tables with different kinds coexist in one database. [`BinaryIndex`] is
+//! [`IndexBlock`] (reading) and [`IndexBlockBuilder`] (writing) are the seam between index
+//! encodings; the footer's index-kind byte says which one a table uses, so tables with different
+//! kinds coexist in one database. An index answers a lookup with a [`Window`]: where the search
+//! must start, the block to read first, and whether that block is the only candidate. The learned
+//! index (`learned`) predicts a window from a model; this one is exact to the block. [`BinaryIndex`] is
 //! LevelDB's: one entry per data block, `separator key -> BlockHandle`, where the separator is a
 //! short internal key `>=` every key of its block and `<` every key of the next, searched by
 //! binary search. Shorter separators keep the index small enough to stay resident.
@@ -16,13 +19,63 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::block::{Block, BlockBuilder, BlockError};
-use super::format::BlockHandle;
+use super::format::{BlockHandle, IndexBlockKind};
 use crate::types::{compare_internal_keys, pack_trailer, user_key, ValueKind, MAX_SEQUENCE};
+
+/// A position inside a table: a data block and a restart interval of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BlockSpot {
+    /// Data block index.
+    pub block: usize,
+    /// Restart interval inside the block (`usize::MAX`: its end).
+    pub restart: usize,
+}
+
+/// Where a lookup for an internal key must search, as told by an index.
+///
+/// Contract, for a lookup key `k` whose answer (the first entry `>= k`) is at spot `P`:
+/// `start <= P` always, so a search that starts at `start` and walks forward is exact; `guess` is
+/// the block to read first (`start.block <= guess <= end.block`); when `k`'s user key is in the
+/// table its entries begin at or before `end`; and when `closed`, an answer with `k`'s user key
+/// lies in block `guess` or nowhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Earliest spot that can hold the answer.
+    pub start: BlockSpot,
+    /// The block most likely to hold it.
+    pub guess: usize,
+    /// Latest spot where the lookup's user key can begin.
+    pub end: BlockSpot,
+    /// The answer with the lookup's user key is in block `guess` or nowhere.
+    pub closed: bool,
+}
+
+/// What an index costs and how good its model is, for stats.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IndexSummary {
+    /// Encoded size of the index (the index block, or the trained model's encoding).
+    pub encoded_bytes: u64,
+    /// The model, for learned indexes.
+    pub model: Option<ModelSummary>,
+}
+
+/// Shape and measured error of a learned model.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelSummary {
+    /// Linear segments.
+    pub segments: u64,
+    /// Key sub-ranges (each with its own prefix).
+    pub sub_ranges: u64,
+    /// Largest error bound of a segment, in entries.
+    pub max_error: u64,
+    /// Mean error bound over segments, weighted by the entries each covers.
+    pub mean_error: f64,
+}
 
 /// Locates data blocks by key.
 pub trait IndexBlock: Send + Sync {
-    /// The first block whose last key is `>= ikey`, or `None` if `ikey` is past every block.
-    fn find(&self, ikey: &[u8]) -> Option<usize>;
+    /// Where the first entry `>= ikey` can be, or `None` if `ikey` is past every entry.
+    fn locate(&self, ikey: &[u8]) -> Option<Window>;
     /// Handle of block `i` (`i < len()`).
     fn block_handle(&self, i: usize) -> BlockHandle;
     /// Number of data blocks.
@@ -31,8 +84,34 @@ pub trait IndexBlock: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The separator key of block `i`, for verification: `>=` the block's keys, `<` the next's.
-    fn separator(&self, i: usize) -> &[u8];
+    /// The separator key of block `i`, for indexes that store one: `>=` the block's keys, `<`
+    /// the next's.
+    fn separator(&self, i: usize) -> Option<&[u8]>;
+    /// The index's kind.
+    fn kind(&self) -> IndexBlockKind;
+    /// Size and model quality.
+    fn summary(&self) -> IndexSummary;
+}
+
+/// An encoded index block and what the builder chose.
+#[derive(Debug)]
+pub struct BuiltIndex {
+    /// The kind written (a learned builder writes a binary index when its model is rejected).
+    pub kind: IndexBlockKind,
+    /// The index block's contents.
+    pub bytes: Vec<u8>,
+    /// A model was trained and rejected (its error or size too large).
+    pub model_rejected: bool,
+}
+
+/// Writes an index block while a table is built.
+pub trait IndexBlockBuilder: Send {
+    /// Sees every entry's key, in order (learned indexes model their positions).
+    fn add_entry(&mut self, _ikey: &[u8]) {}
+    /// Adds the next data block: its separator, handle and number of entries.
+    fn add_block(&mut self, separator: &[u8], handle: BlockHandle, entries: u64);
+    /// The encoded index block.
+    fn finish(&mut self) -> BuiltIndex;
 }
 
 /// Trailer that sorts first among all entries of a user key.
@@ -87,17 +166,15 @@ impl Default for BinaryIndexBuilder {
     }
 }
 
-impl BinaryIndexBuilder {
-    /// Adds the entry for the next data block.
-    pub fn add(&mut self, separator: &[u8], handle: BlockHandle) {
+impl IndexBlockBuilder for BinaryIndexBuilder {
+    fn add_block(&mut self, separator: &[u8], handle: BlockHandle, _entries: u64) {
         self.handle_buf.clear();
         handle.encode_to(&mut self.handle_buf);
         self.block.add(separator, &self.handle_buf);
     }
 
-    /// The encoded index block.
-    pub fn finish(&mut self) -> &[u8] {
-        self.block.finish()
+    fn finish(&mut self) -> BuiltIndex {
+        BuiltIndex { kind: IndexBlockKind::Binary, bytes: self.block.finish().to_vec(), model_rejected: false }
     }
 }
 
@@ -141,9 +218,14 @@ impl BinaryIndex {
 }
 
 impl IndexBlock for BinaryIndex {
-    fn find(&self, ikey: &[u8]) -> Option<usize> {
+    fn locate(&self, ikey: &[u8]) -> Option<Window> {
         let i = self.keys.partition_point(|k| compare_internal_keys(&self.data[k.clone()], ikey) == Ordering::Less);
-        (i < self.keys.len()).then_some(i)
+        (i < self.keys.len()).then_some(Window {
+            start: BlockSpot { block: i, restart: 0 },
+            guess: i,
+            end: BlockSpot { block: i, restart: usize::MAX },
+            closed: true,
+        })
     }
 
     fn block_handle(&self, i: usize) -> BlockHandle {
@@ -154,8 +236,16 @@ impl IndexBlock for BinaryIndex {
         self.handles.len()
     }
 
-    fn separator(&self, i: usize) -> &[u8] {
-        &self.data[self.keys[i].clone()]
+    fn separator(&self, i: usize) -> Option<&[u8]> {
+        Some(&self.data[self.keys[i].clone()])
+    }
+
+    fn kind(&self) -> IndexBlockKind {
+        IndexBlockKind::Binary
+    }
+
+    fn summary(&self) -> IndexSummary {
+        IndexSummary { encoded_bytes: self.data.len() as u64, model: None }
     }
 }
 
@@ -189,15 +279,16 @@ mod tests {
     fn decode_find_and_validation() {
         let mut b = BinaryIndexBuilder::default();
         let handles = [BlockHandle { offset: 0, size: 10 }, BlockHandle { offset: 15, size: 20 }];
-        b.add(&ik(b"c", 1), handles[0]);
-        b.add(&ik(b"f", 1), handles[1]);
-        let raw = Bytes::copy_from_slice(b.finish());
+        b.add_block(&ik(b"c", 1), handles[0], 1);
+        b.add_block(&ik(b"f", 1), handles[1], 1);
+        let raw = Bytes::from(b.finish().bytes);
         let idx = BinaryIndex::decode(raw.clone(), 40).unwrap();
         assert_eq!(idx.len(), 2);
-        assert_eq!(idx.find(&ik(b"a", 9)), Some(0));
-        assert_eq!(idx.find(&ik(b"c", 1)), Some(0));
-        assert_eq!(idx.find(&ik(b"c", 0)), Some(1));
-        assert_eq!(idx.find(&ik(b"g", 1)), None);
+        let block = |k: &[u8]| idx.locate(k).map(|w| w.guess);
+        assert_eq!(block(&ik(b"a", 9)), Some(0));
+        assert_eq!(block(&ik(b"c", 1)), Some(0));
+        assert_eq!(block(&ik(b"c", 0)), Some(1));
+        assert_eq!(block(&ik(b"g", 1)), None);
         assert_eq!(idx.block_handle(1), handles[1]);
         // Handles must tile the data area exactly.
         assert!(BinaryIndex::decode(raw, 41).is_err());

@@ -5,8 +5,10 @@
 //! - [`TableBuilder`] writes a table front to back; [`Table`] reads one and [`TableIterator`]
 //!   walks it.
 //! - `block`: prefix-compressed blocks with restart points; `filter`: the bloom filter;
-//!   `index`: the [`IndexBlock`] seam and its binary-search implementation; `format`: block
-//!   trailers, compression and the footer.
+//!   `index`: the [`IndexBlock`] / [`IndexBlockBuilder`] seam and its binary-search
+//!   implementation; `learned`: the learned index block (TridentKV); `learning`: when models are
+//!   trained (write time or lazily) and their counters; `format`: block trailers, compression and
+//!   the footer.
 //! - [`BlockCache`] (`block_cache`) holds decoded data blocks for every [`Table`];
 //!   [`TableCache`] (`table_cache`) keeps [`Table`]s open. They are separate modules because
 //!   they sit at different heights: `block → block_cache → table → table_cache`, imports
@@ -22,6 +24,8 @@ mod builder;
 mod filter;
 mod format;
 mod index;
+mod learned;
+mod learning;
 mod table;
 mod table_cache;
 #[cfg(test)]
@@ -29,12 +33,14 @@ mod tests;
 
 pub use block::{Block, BlockBuilder, BlockError, BlockIter};
 pub use block_cache::BlockCache;
-pub use builder::TableBuilder;
+pub use builder::{BuiltTable, TableBuilder};
 pub use filter::{BloomFilter, BloomFilterBuilder};
 pub use format::{
     BlockHandle, CompressionType, Footer, IndexBlockKind, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC,
 };
-pub use index::{BinaryIndex, IndexBlock};
+pub use index::{BinaryIndex, BlockSpot, IndexBlock, IndexBlockBuilder, IndexSummary, ModelSummary, Window};
+pub use learned::{LearnedIndex, LearnedIndexBuilder, MAX_ACCEPTED_ERROR, TARGET_ERROR};
+pub use learning::{IndexLearning, LearningCounters};
 pub use table::{Table, TableIterator};
 pub use table_cache::TableCache;
 

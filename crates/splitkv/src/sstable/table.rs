@@ -11,7 +11,9 @@
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -20,7 +22,9 @@ use super::block_cache::BlockCache;
 use super::filter::BloomFilter;
 use super::format::IndexBlockKind;
 use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
-use super::index::{BinaryIndex, IndexBlock};
+use super::index::{BinaryIndex, BlockSpot, IndexBlock, IndexBlockBuilder, IndexSummary, Window};
+use super::learned::{LearnedIndex, LearnedIndexBuilder};
+use super::learning::{lazy_training_due, IndexLearning, LOOKUP_SAMPLE};
 use super::TableOptions;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
@@ -42,10 +46,25 @@ pub struct Table {
     number: FileNumber,
     size: u64,
     footer: Footer,
+    /// The index stored in the file.
     index: Box<dyn IndexBlock>,
+    /// A model trained lazily from the table's keys; used instead of `index` once set.
+    trained: OnceLock<LearnedIndex>,
     filter: Option<BloomFilter>,
     cache: Option<Arc<BlockCache>>,
+    /// Learned-index policy state and counters, when the database tracks them.
+    learning: Option<Arc<IndexLearning>>,
+    /// Train a model lazily when the table proves hot (the adaptive index-block kind).
+    lazy_training: bool,
+    lazy_state: AtomicU8,
+    lookups: AtomicU64,
+    opened: Instant,
 }
+
+/// `Table::lazy_state`: not tried yet, training, done (trained or rejected).
+const LAZY_UNTRIED: u8 = 0;
+const LAZY_RUNNING: u8 = 1;
+const LAZY_DONE: u8 = 2;
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,15 +83,17 @@ fn block_corruption(path: &Path, block_offset: u64, e: BlockError) -> Error {
 
 impl Table {
     /// Opens the table in `file` of `size` bytes, reading and verifying its footer, index and
-    /// filter. `path` is only used in error messages. Tables describe their own encoding, so
-    /// `_opts` does not affect reading today; it is where reader-side knobs will go.
+    /// filter. `path` is only used in error messages. Tables describe their own encoding; of
+    /// `opts` only the index-block kind matters to a reader (`Adaptive` trains hot tables lazily,
+    /// on a background thread, when `learning` is given).
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         number: FileNumber,
         size: u64,
-        _opts: &TableOptions,
+        opts: &TableOptions,
         cache: Option<Arc<BlockCache>>,
+        learning: Option<Arc<IndexLearning>>,
     ) -> Result<Arc<Table>> {
         let Some(footer_offset) = size.checked_sub(FOOTER_LEN as u64) else {
             return Err(Error::corruption(path, 0, format!("file of {size} bytes is too short for a table footer")));
@@ -92,6 +113,10 @@ impl Table {
                 BinaryIndex::decode(index_data, footer.filter.offset)
                     .map_err(|e| block_corruption(&path, footer.index.offset, e))?,
             ),
+            IndexBlockKind::Learned | IndexBlockKind::Adaptive => Box::new(
+                LearnedIndex::decode(&index_data, footer.filter.offset, footer.num_entries)
+                    .map_err(|reason| Error::corruption(&path, footer.index.offset, reason))?,
+            ),
         };
         let filter = if footer.filter.size == 0 {
             None
@@ -99,7 +124,131 @@ impl Table {
             let data = read_block(&*file, &path, footer.filter)?;
             Some(BloomFilter::new(data).map_err(|reason| Error::corruption(&path, footer.filter.offset, reason))?)
         };
-        Ok(Arc::new(Table { file, path, number, size, footer, index, filter, cache }))
+        let lazy_training = opts.index_block_kind == IndexBlockKind::Adaptive
+            && footer.index_kind == IndexBlockKind::Binary
+            && learning.is_some();
+        Ok(Arc::new(Table {
+            file,
+            path,
+            number,
+            size,
+            footer,
+            index,
+            trained: OnceLock::new(),
+            filter,
+            cache,
+            learning,
+            lazy_training,
+            lazy_state: AtomicU8::new(LAZY_UNTRIED),
+            lookups: AtomicU64::new(0),
+            opened: Instant::now(),
+        }))
+    }
+
+    /// The index lookups use: the lazily trained model once there is one, else the file's.
+    fn index(&self) -> &dyn IndexBlock {
+        match self.trained.get() {
+            Some(model) => model,
+            None => &*self.index,
+        }
+    }
+
+    /// The index in use: its kind, size and model quality.
+    pub fn index_summary(&self) -> (IndexBlockKind, IndexSummary) {
+        let index = self.index();
+        (index.kind(), index.summary())
+    }
+
+    /// True if the table uses a model trained lazily (after it was opened).
+    pub fn trained_lazily(&self) -> bool {
+        self.trained.get().is_some()
+    }
+
+    /// Asks the index where `ikey` can be. Counts the lookup; times a sample of them; and starts
+    /// a lazy training when an adaptive table has become hot.
+    fn locate(self: &Arc<Self>, ikey: &[u8]) -> Option<Window> {
+        let Some(learning) = &self.learning else {
+            return self.index().locate(ikey);
+        };
+        let n = self.lookups.fetch_add(1, AtomicOrdering::Relaxed) + 1;
+        if !n.is_multiple_of(LOOKUP_SAMPLE) {
+            return self.index().locate(ikey);
+        }
+        let index = self.index();
+        let started = Instant::now();
+        let window = index.locate(ikey);
+        let nanos = started.elapsed().as_nanos() as u64;
+        learning.note_lookup(index.kind() == IndexBlockKind::Learned, nanos);
+        if self.lazy_training
+            && self.lazy_state.load(AtomicOrdering::Relaxed) == LAZY_UNTRIED
+            && lazy_training_due(n, self.opened.elapsed(), self.index.len())
+        {
+            self.start_lazy_training(learning);
+        }
+        window
+    }
+
+    /// Trains a model on a background thread if the database's training slot is free.
+    fn start_lazy_training(self: &Arc<Self>, learning: &Arc<IndexLearning>) {
+        if !learning.claim_trainer() {
+            return;
+        }
+        if self.lazy_state.swap(LAZY_RUNNING, AtomicOrdering::AcqRel) != LAZY_UNTRIED {
+            learning.release_trainer(false);
+            return;
+        }
+        let table = Arc::clone(self);
+        let slot = Arc::clone(learning);
+        let spawned = std::thread::Builder::new().name("splitkv-train".into()).spawn(move || {
+            let trained = table.train_index().unwrap_or(false);
+            table.lazy_state.store(LAZY_DONE, AtomicOrdering::Release);
+            slot.release_trainer(trained);
+        });
+        if spawned.is_err() {
+            self.lazy_state.store(LAZY_DONE, AtomicOrdering::Release);
+            learning.release_trainer(false);
+        }
+    }
+
+    /// Trains a learned index from the table's keys (reading every data block once, around the
+    /// block cache) and uses it from now on. `Ok(false)` if the table already has a model or the
+    /// trained one is rejected; the file is never modified.
+    pub fn train_index(&self) -> Result<bool> {
+        if self.index().kind() == IndexBlockKind::Learned {
+            return Ok(false);
+        }
+        let mut builder = LearnedIndexBuilder::new(1);
+        // The model needs the blocks' restart interval, which only the blocks show: the shortest
+        // complete interval seen (an overestimate would only widen searches; none is made).
+        let (mut interval, mut largest_block) = (usize::MAX, 1);
+        for i in 0..self.index.len() {
+            let handle = self.index.block_handle(i);
+            let data = read_block(&*self.file, &self.path, handle)?;
+            let block = Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+            let mut it = BlockIter::new(block);
+            it.seek_to_first().map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+            let (mut entries, mut in_interval, mut restart) = (0, 0, 0);
+            while it.valid() {
+                if it.restart_index() != restart {
+                    interval = interval.min(in_interval);
+                    (restart, in_interval) = (it.restart_index(), 0);
+                }
+                builder.add_entry(it.key());
+                entries += 1;
+                in_interval += 1;
+                it.next_entry().map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+            }
+            largest_block = largest_block.max(entries as usize);
+            builder.add_block(self.index.separator(i).unwrap_or_default(), handle, entries);
+        }
+        builder.set_restart_interval(if interval == usize::MAX { largest_block } else { interval });
+        let built = builder.finish();
+        if built.kind != IndexBlockKind::Learned {
+            return Ok(false);
+        }
+        let model = LearnedIndex::decode(&built.bytes, self.footer.filter.offset, self.footer.num_entries)
+            .map_err(|reason| Error::corruption(&self.path, self.footer.index.offset, reason))?;
+        Ok(self.trained.set(model).is_ok())
     }
 
     /// The path the table was opened from.
@@ -130,7 +279,7 @@ impl Table {
 
     /// Number of data blocks.
     pub fn num_data_blocks(&self) -> usize {
-        self.index.len()
+        self.index().len()
     }
 
     /// Bytes of the bloom filter held in memory (0 without a filter).
@@ -164,24 +313,54 @@ impl Table {
     ///
     /// With `lookup_ikey = seek_key(user_key, snapshot_seq)` this is the newest version visible at
     /// the snapshot (a deletion included: the caller interprets the kind).
-    pub fn get(&self, lookup_ikey: &[u8], fill_cache: bool) -> Result<Option<(Vec<u8>, Bytes)>> {
+    pub fn get(self: &Arc<Self>, lookup_ikey: &[u8], fill_cache: bool) -> Result<Option<(Vec<u8>, Bytes)>> {
         let lookup_user_key = user_key(lookup_ikey);
         if self.filter_excludes(lookup_user_key) {
             return Ok(None);
         }
-        let Some(i) = self.index.find(lookup_ikey) else {
+        let Some(window) = self.locate(lookup_ikey) else {
             return Ok(None);
         };
-        // Separators lie strictly before the next block's first user key unless they equal the
-        // block's last key, so the answer for this user key is in block `i` or nowhere.
-        let handle = self.index.block_handle(i);
-        let mut it = BlockIter::new(self.data_block(handle, fill_cache)?);
-        it.seek(lookup_ikey).map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+        let (_, it) = self.search(&window, lookup_ikey, fill_cache)?;
         if it.valid() && user_key(it.key()) == lookup_user_key {
             Ok(Some(it.into_entry()))
         } else {
             Ok(None)
         }
+    }
+
+    /// The last-mile search: positions a cursor on the first entry `>= ikey`. It reads the
+    /// block the window guesses, steps back while that block starts after `ikey` (never before
+    /// the window's start), and binary-searches only the window's restart intervals. If every
+    /// entry of the block is before `ikey`, an open window (a model's) goes on to the next
+    /// blocks: the key's entries can run past the window. For a closed window (separators) the
+    /// answer is then the first entry of the next block, and the cursor is returned
+    /// unpositioned, as it is past the table's last entry.
+    fn search(&self, window: &Window, ikey: &[u8], fill_cache: bool) -> Result<(usize, BlockIter)> {
+        let index = self.index();
+        let mut b = window.guess;
+        let mut block = self.data_block(index.block_handle(b), fill_cache)?;
+        while b > window.start.block
+            && compare_internal_keys(block.first_key().map_err(|e| self.block_error(b, e))?, ikey) == Ordering::Greater
+        {
+            b -= 1;
+            block = self.data_block(index.block_handle(b), fill_cache)?;
+        }
+        loop {
+            let first = if b == window.start.block { window.start.restart } else { 0 };
+            let last = if b == window.end.block { window.end.restart } else { usize::MAX };
+            let mut it = BlockIter::new(block);
+            it.seek_from(ikey, first, last).map_err(|e| self.block_error(b, e))?;
+            if it.valid() || window.closed || b + 1 >= index.len() {
+                return Ok((b, it));
+            }
+            b += 1;
+            block = self.data_block(index.block_handle(b), fill_cache)?;
+        }
+    }
+
+    fn block_error(&self, block: usize, e: BlockError) -> Error {
+        block_corruption(&self.path, self.index().block_handle(block).offset, e)
     }
 
     /// A cursor over the whole table; `fill_cache: false` keeps scans from evicting hot blocks.
@@ -197,20 +376,21 @@ impl Table {
 
     /// Approximate file offset where `ikey` would be stored (for size estimates and splits).
     pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
-        match self.index.find(ikey) {
-            Some(i) => self.index.block_handle(i).offset,
+        match self.index().locate(ikey) {
+            Some(w) => self.index().block_handle(w.guess).offset,
             None => self.footer.filter.offset,
         }
     }
 
     /// Reads every data block bypassing the cache and checks checksums, entry decoding, key
-    /// order (within and across blocks, against the index separators), that the filter holds
-    /// every key, and the entry count.
+    /// order (within and across blocks, against the index separators where the index has them),
+    /// that the index can find every key, that the filter holds every key, and the entry count.
     pub fn verify(&self) -> Result<()> {
+        let index = self.index();
         let mut prev_key: Vec<u8> = Vec::new();
         let mut entries = 0u64;
-        for i in 0..self.index.len() {
-            let handle = self.index.block_handle(i);
+        for i in 0..index.len() {
+            let handle = index.block_handle(i);
             let corrupt =
                 |reason: &str| Error::corruption(&self.path, handle.offset, format!("data block {i}: {reason}"));
             let data = read_block(&*self.file, &self.path, handle)?;
@@ -220,7 +400,8 @@ impl Table {
             if !it.valid() {
                 return Err(corrupt("empty data block"));
             }
-            if i > 0 && compare_internal_keys(self.index.separator(i - 1), it.key()) != Ordering::Less {
+            if i > 0 && index.separator(i - 1).is_some_and(|sep| compare_internal_keys(sep, it.key()) != Ordering::Less)
+            {
                 return Err(corrupt("first key is not after the previous block's separator"));
             }
             while it.valid() {
@@ -229,11 +410,17 @@ impl Table {
                 if entries > 0 && compare_internal_keys(&prev_key, key) != Ordering::Less {
                     return Err(corrupt("keys out of order"));
                 }
-                if compare_internal_keys(key, self.index.separator(i)) == Ordering::Greater {
+                if index.separator(i).is_some_and(|sep| compare_internal_keys(key, sep) == Ordering::Greater) {
                     return Err(corrupt("key sorts after the block's index separator"));
                 }
                 if self.filter_excludes(parsed.user_key) {
                     return Err(corrupt("bloom filter does not contain a stored key"));
+                }
+                // A lookup of this key must start its search at or before it.
+                let here = BlockSpot { block: i, restart: it.restart_index() };
+                match index.locate(key) {
+                    Some(w) if w.start <= here && (!w.closed || w.guess == i) => {}
+                    _ => return Err(corrupt("the index does not lead to a stored key")),
                 }
                 prev_key.clear();
                 prev_key.extend_from_slice(key);
@@ -342,7 +529,7 @@ impl TableIterator {
             return Ok(());
         }
         self.data = None;
-        let handle = self.table.index.block_handle(i);
+        let handle = self.table.index().block_handle(i);
         self.readahead.on_load(&*self.table.file, i, handle, self.table.size);
         let block = self.table.data_block(handle, self.fill_cache)?;
         self.data = Some(BlockIter::new(block));
@@ -355,7 +542,7 @@ impl TableIterator {
         let Some(data) = &mut self.data else { return Ok(()) };
         if let Err(e) = op(data) {
             self.data = None;
-            let offset = self.table.index.block_handle(self.block_index).offset;
+            let offset = self.table.index().block_handle(self.block_index).offset;
             return Err(block_corruption(&self.table.path, offset, e));
         }
         Ok(())
@@ -364,7 +551,7 @@ impl TableIterator {
     /// Moves forward over exhausted (or empty) blocks to the next entry.
     fn skip_forward(&mut self) -> Result<()> {
         while self.data.as_ref().is_some_and(|d| !d.valid()) {
-            if self.block_index + 1 >= self.table.index.len() {
+            if self.block_index + 1 >= self.table.index().len() {
                 self.data = None;
                 return Ok(());
             }
@@ -394,7 +581,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        if self.table.index.is_empty() {
+        if self.table.index().is_empty() {
             self.data = None;
             return Ok(());
         }
@@ -404,7 +591,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
-        let n = self.table.index.len();
+        let n = self.table.index().len();
         if n == 0 {
             self.data = None;
             return Ok(());
@@ -415,12 +602,16 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let Some(i) = self.table.index.find(target) else {
+        let Some(window) = self.table.locate(target) else {
             self.data = None;
             return Ok(());
         };
-        self.load_block(i)?;
-        self.in_block(|d| d.seek(target))?;
+        self.data = None;
+        let (block, it) = self.table.search(&window, target, self.fill_cache)?;
+        let handle = self.table.index().block_handle(block);
+        self.readahead.on_load(&*self.table.file, block, handle, self.table.size);
+        self.block_index = block;
+        self.data = Some(it);
         self.skip_forward()
     }
 
@@ -454,7 +645,7 @@ impl InternalIterator for TableIterator {
         if !self.valid() {
             return EntryOrigin::Unpositioned;
         }
-        let block_offset = self.table.index.block_handle(self.block_index).offset;
+        let block_offset = self.table.index().block_handle(self.block_index).offset;
         EntryOrigin::Table { file: self.table.path.clone(), block_offset }
     }
 }

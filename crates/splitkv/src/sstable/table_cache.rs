@@ -14,6 +14,7 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 
 use super::block_cache::BlockCache;
+use super::learning::IndexLearning;
 use super::table::Table;
 use super::TableOptions;
 use crate::error::Result;
@@ -32,6 +33,7 @@ pub struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     block_cache: Option<Arc<BlockCache>>,
+    learning: Option<Arc<IndexLearning>>,
     opts: TableOptions,
     tables: Cache<FileNumber, Arc<Table>>,
 }
@@ -43,15 +45,17 @@ impl std::fmt::Debug for TableCache {
 }
 
 impl TableCache {
-    /// A cache of up to `capacity` open tables of `dir`, sharing `block_cache`.
+    /// A cache of up to `capacity` open tables of `dir`, sharing `block_cache` and the
+    /// database's learned-index state.
     pub fn new(
         fs: Arc<dyn FileSystem>,
         dir: PathBuf,
         capacity: usize,
         block_cache: Option<Arc<BlockCache>>,
+        learning: Option<Arc<IndexLearning>>,
         opts: TableOptions,
     ) -> Self {
-        TableCache { fs, dir, block_cache, opts, tables: Cache::new(capacity.max(1)) }
+        TableCache { fs, dir, block_cache, learning, opts, tables: Cache::new(capacity.max(1)) }
     }
 
     /// The open table `number` of `size` bytes, opening it on a miss.
@@ -60,8 +64,13 @@ impl TableCache {
             let path = table_file(&self.dir, number);
             let file = self.fs.open(&path)?;
             file.advise(AccessPattern::Random);
-            Table::open(file, path, number, size, &self.opts, self.block_cache.clone())
+            Table::open(file, path, number, size, &self.opts, self.block_cache.clone(), self.learning.clone())
         })
+    }
+
+    /// Table `number` if it is open, without opening it.
+    pub fn open_table(&self, number: FileNumber) -> Option<Arc<Table>> {
+        self.tables.get(&number)
     }
 
     /// Forgets table `number` (after it was deleted); iterators holding it keep it alive.

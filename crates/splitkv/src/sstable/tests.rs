@@ -42,14 +42,14 @@ fn build(dir: &Path, name: &str, entries: &Entries, opts: TableOptions) -> Resul
         assert!(b.estimated_size() > 0);
     }
     assert_eq!(b.num_entries(), entries.len() as u64);
-    let size = b.finish()?;
+    let size = b.finish()?.size;
     assert_eq!(size, fs.file_size(&path)?);
     Ok((path, size))
 }
 
 fn open(path: &Path, number: u64, size: u64, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
     let file = OsFileSystem.open(path)?;
-    Table::open(file, path.to_path_buf(), FileNumber(number), size, &TableOptions::default(), cache)
+    Table::open(file, path.to_path_buf(), FileNumber(number), size, &TableOptions::default(), cache, None)
 }
 
 fn collect_forward(it: &mut TableIterator) -> Result<Entries> {
@@ -295,7 +295,7 @@ fn table_cache_opens_once_and_evicts() -> Result<()> {
     let path = crate::filenames::table_file(dir.path(), number);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
     let (_, size) = build(dir.path(), &name, &entries, TableOptions::default())?;
-    let tc = TableCache::new(OsFileSystem::shared(), dir.path().to_path_buf(), 10, None, TableOptions::default());
+    let tc = TableCache::new(OsFileSystem::shared(), dir.path().to_path_buf(), 10, None, None, TableOptions::default());
     let a = tc.get_table(number, size)?;
     let b = tc.get_table(number, size)?;
     assert!(Arc::ptr_eq(&a, &b));
@@ -391,6 +391,7 @@ fn exercise(bytes: Vec<u8>, entries: &Entries) -> Result<()> {
         size,
         &TableOptions::default(),
         None,
+        None,
     )?;
     let mut first_error = table.verify().err();
     let mut it = table.iter(false);
@@ -473,5 +474,228 @@ fn corruption_names_the_file_and_block() -> Result<()> {
     assert_corruption(open(&path, 1, size, None).map(drop), "footer handle");
     flip(good.len() - 1)?;
     assert_corruption(open(&path, 1, size, None).map(drop), "magic");
+    Ok(())
+}
+
+// ---- Learned index blocks ----
+
+/// Key sets the learned index must handle exactly, by name.
+fn key_set(kind: &str, n: usize, rng: &mut SmallRng) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = match kind {
+        "sequential" => (0..n).map(|i| format!("{i:016}").into_bytes()).collect(),
+        "uniform" => (0..n).map(|_| format!("{:016}", rng.gen_range(0..10_000_000_000u64)).into_bytes()).collect(),
+        "clustered" => (0..n)
+            .map(|_| {
+                let cluster = rng.gen_range(0..5u64) * 1_000_000_000_000;
+                format!("{:016}", cluster + rng.gen_range(0..1000u64)).into_bytes()
+            })
+            .collect(),
+        "shared-prefix" => {
+            (0..n).map(|_| format!("user:{:06}:profile", rng.gen_range(0..1_000_000u32)).into_bytes()).collect()
+        }
+        "random-bytes" => (0..n)
+            .map(|_| {
+                let len = rng.gen_range(1..24);
+                (0..len).map(|_| rng.gen::<u8>()).collect()
+            })
+            .collect(),
+        // Keys equal in their first 8 bytes after the common prefix: runs sharing one number.
+        "shared-u64-runs" => (0..n)
+            .map(|_| {
+                let mut k = format!("run{:02}-xxxxxxxx", rng.gen_range(0..4u32)).into_bytes();
+                k.extend_from_slice(&rng.gen::<u32>().to_be_bytes());
+                k
+            })
+            .collect(),
+        other => panic!("unknown key set {other}"),
+    };
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Entries for `keys`, one to three versions each (newest first), some deletions.
+fn versions(keys: &[Vec<u8>], rng: &mut SmallRng) -> Entries {
+    let mut out = Vec::new();
+    for k in keys {
+        let n = rng.gen_range(1..=3u64);
+        for v in 0..n {
+            let seq = 100 - v * 10 - rng.gen_range(0..5);
+            let kind = if rng.gen_bool(0.1) { ValueKind::Deletion } else { ValueKind::Inline };
+            out.push((internal_key(k, SequenceNumber(seq), kind), vec![b'v'; rng.gen_range(1..40)]));
+        }
+    }
+    out
+}
+
+/// Probe keys: every stored key, keys just before and after them, and random ones (absent).
+fn probes(keys: &[Vec<u8>], rng: &mut SmallRng) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = vec![Vec::new(), vec![0xff; 30]];
+    for k in keys {
+        out.push(k.clone());
+        let mut after = k.clone();
+        after.push(0);
+        out.push(after);
+        if let Some(mut before) = k.get(..k.len() - 1).map(<[u8]>::to_vec) {
+            before.push(k[k.len() - 1].wrapping_sub(1));
+            out.push(before);
+        }
+        if rng.gen_bool(0.2) {
+            out.push((0..rng.gen_range(0..20)).map(|_| rng.gen::<u8>()).collect());
+        }
+    }
+    out
+}
+
+fn learned_opts(block_size: usize) -> TableOptions {
+    TableOptions { block_size, index_block_kind: IndexBlockKind::Learned, ..TableOptions::default() }
+}
+
+#[test]
+fn learned_lookups_equal_binary_search_lookups() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    for (seed, set) in
+        ["sequential", "uniform", "clustered", "shared-prefix", "random-bytes", "shared-u64-runs"].iter().enumerate()
+    {
+        let mut rng = SmallRng::seed_from_u64(seed as u64);
+        let keys = key_set(set, 3000, &mut rng);
+        let entries = versions(&keys, &mut rng);
+        for (block_size, compression) in
+            [(256, CompressionType::None), (1024, CompressionType::Lz4), (4096, CompressionType::None)]
+        {
+            let (bp, bs) = build(dir.path(), "b.sst", &entries, opts(block_size, compression))?;
+            let binary = open(&bp, 1, bs, None)?;
+            let (lp, ls) =
+                build(dir.path(), "l.sst", &entries, TableOptions { compression, ..learned_opts(block_size) })?;
+            let learned = open(&lp, 2, ls, None)?;
+            assert_eq!(learned.index_summary().0, IndexBlockKind::Learned, "{set}: model rejected");
+            learned.verify()?;
+            let (mut bi, mut li) = (binary.iter(true), learned.iter(true));
+            for probe in probes(&keys, &mut rng) {
+                for seq in [MAX_SEQUENCE, 95, 85, 1] {
+                    let target = seek_key(&probe, SequenceNumber(seq));
+                    assert_eq!(
+                        learned.get(&target, true)?,
+                        binary.get(&target, true)?,
+                        "{set}, block size {block_size}: get {probe:?} at {seq}"
+                    );
+                    bi.seek(&target)?;
+                    li.seek(&target)?;
+                    assert_eq!(li.valid(), bi.valid(), "{set}: seek {probe:?}");
+                    if bi.valid() {
+                        assert_eq!(li.key(), bi.key(), "{set}: seek {probe:?} at {seq}");
+                    }
+                }
+            }
+            // Whole scans agree too (both ways).
+            assert_eq!(collect_forward(&mut learned.iter(false))?, entries);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn learned_index_is_smaller_than_the_binary_one() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut rng = SmallRng::seed_from_u64(7);
+    let keys = key_set("uniform", 20_000, &mut rng);
+    let entries: Entries =
+        keys.iter().map(|k| (internal_key(k, SequenceNumber(1), ValueKind::Inline), vec![1; 100])).collect();
+    let (bp, bs) = build(dir.path(), "b.sst", &entries, TableOptions::default())?;
+    let (lp, ls) = build(dir.path(), "l.sst", &entries, learned_opts(4096))?;
+    let (binary, learned) = (open(&bp, 1, bs, None)?, open(&lp, 2, ls, None)?);
+    let (kind, summary) = learned.index_summary();
+    assert_eq!(kind, IndexBlockKind::Learned);
+    let model = summary.model.expect("a learned index has a model");
+    assert!(model.max_error <= MAX_ACCEPTED_ERROR && model.mean_error <= model.max_error as f64);
+    assert!(summary.encoded_bytes < binary.index_summary().1.encoded_bytes, "{summary:?}");
+    Ok(())
+}
+
+#[test]
+fn learned_tables_detect_every_flipped_byte() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let entries = even_keys(150);
+    let (path, _) = build(dir.path(), "l.sst", &entries, learned_opts(512))?;
+    let good = OsFileSystem.read_all(&path)?;
+    exercise(good.clone(), &entries)?;
+    for pos in 0..good.len() {
+        let mut bad = good.clone();
+        bad[pos] ^= 0x40;
+        assert_corruption(exercise(bad, &entries), &format!("flip at {pos}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn damaged_model_bytes_are_corruption_never_a_panic() -> Result<()> {
+    // Bypass the block checksum: decode model bytes changed in every position directly.
+    let mut rng = SmallRng::seed_from_u64(3);
+    let keys = key_set("clustered", 2000, &mut rng);
+    let mut b = LearnedIndexBuilder::new(16);
+    let mut blocks = 0u64;
+    for chunk in keys.chunks(20) {
+        for k in chunk {
+            b.add_entry(&internal_key(k, SequenceNumber(1), ValueKind::Inline));
+        }
+        let separator = internal_key(&chunk[chunk.len() - 1], SequenceNumber(1), ValueKind::Inline);
+        b.add_block(&separator, BlockHandle { offset: blocks * 105, size: 100 }, chunk.len() as u64);
+        blocks += 1;
+    }
+    let built = b.finish();
+    assert_eq!(built.kind, IndexBlockKind::Learned);
+    let (data_end, n) = (blocks * 105, keys.len() as u64);
+    let good = LearnedIndex::decode(&built.bytes, data_end, n).expect("valid");
+    for k in &keys {
+        assert!(good.locate(&seek_key(k, SequenceNumber(MAX_SEQUENCE))).is_some());
+    }
+    let mut rejected = 0;
+    for pos in 0..built.bytes.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut bad = built.bytes.clone();
+            bad[pos] ^= flip;
+            // Either rejected or a model that answers every lookup without panicking.
+            match LearnedIndex::decode(&bad, data_end, n) {
+                Err(_) => rejected += 1,
+                Ok(model) => {
+                    for k in keys.iter().step_by(17) {
+                        if let Some(w) = model.locate(&seek_key(k, SequenceNumber(1))) {
+                            assert!(w.start.block <= w.guess && w.guess <= w.end.block && w.end.block < model.len());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(rejected > 0);
+    // Truncation, a wrong entry count and a wrong data size are rejected.
+    assert!(LearnedIndex::decode(&built.bytes[..built.bytes.len() - 1], data_end, n).is_err());
+    assert!(LearnedIndex::decode(&built.bytes, data_end, n + 1).is_err());
+    assert!(LearnedIndex::decode(&built.bytes, data_end + 1, n).is_err());
+    Ok(())
+}
+
+#[test]
+fn lazily_trained_model_answers_like_the_binary_index() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut rng = SmallRng::seed_from_u64(11);
+    let keys = key_set("shared-prefix", 4000, &mut rng);
+    let entries = versions(&keys, &mut rng);
+    let (path, size) = build(dir.path(), "b.sst", &entries, opts(1024, CompressionType::Lz4))?;
+    let adaptive = TableOptions { index_block_kind: IndexBlockKind::Adaptive, ..TableOptions::default() };
+    let learning = Arc::new(IndexLearning::default());
+    let table =
+        Table::open(OsFileSystem.open(&path)?, path.clone(), FileNumber(1), size, &adaptive, None, Some(learning))?;
+    let binary = open(&path, 2, size, None)?;
+    assert_eq!(table.index_summary().0, IndexBlockKind::Binary);
+    assert!(table.train_index()?, "the model is accepted");
+    assert!(table.trained_lazily());
+    assert_eq!(table.index_summary().0, IndexBlockKind::Learned);
+    assert!(!table.train_index()?, "trained once");
+    table.verify()?;
+    for probe in probes(&keys, &mut rng) {
+        let target = seek_key(&probe, SequenceNumber(90));
+        assert_eq!(table.get(&target, true)?, binary.get(&target, true)?);
+    }
     Ok(())
 }

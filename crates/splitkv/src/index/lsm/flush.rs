@@ -55,7 +55,9 @@ impl Shared {
         if !imm.is_empty() {
             let mut numbers = Some(number);
             let mut next_number = || numbers.take().expect("a flush writes exactly one table");
-            let mut sink = TableSink::new(&self.fs, &self.dir, self.table_options, u64::MAX, &mut next_number);
+            let mut sink =
+                TableSink::new(&self.fs, &self.dir, self.table_options_for_build(), u64::MAX, &mut next_number)
+                    .with_learning(Some(&self.learning));
             let mut it = imm.iter();
             it.seek_to_first()?;
             while it.valid() {

@@ -41,7 +41,7 @@ use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::snapshot::SnapshotList;
-use crate::sstable::{BlockCache, TableCache, TableOptions};
+use crate::sstable::{BlockCache, IndexLearning, TableCache, TableOptions};
 use crate::stats::{Counters, LevelStats, Stats};
 use crate::types::{FileNumber, SegmentId, SequenceNumber, ValueKind};
 use crate::version::{Catalog, Version};
@@ -80,6 +80,8 @@ struct Shared {
     last_sequence: Arc<AtomicU64>,
     counters: Arc<Counters>,
     table_options: TableOptions,
+    /// Learned-index training decisions and counters.
+    learning: Arc<IndexLearning>,
     block_cache: Arc<BlockCache>,
     table_cache: Arc<TableCache>,
     state: Mutex<State>,
@@ -109,11 +111,13 @@ impl LsmIndex {
         let options = parts.options;
         let table_options = TableOptions::from(&options);
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
+        let learning = Arc::new(IndexLearning::default());
         let table_cache = Arc::new(TableCache::new(
             Arc::clone(&options.fs),
             parts.dir.clone(),
             options.max_open_files,
             Some(Arc::clone(&block_cache)),
+            Some(Arc::clone(&learning)),
             table_options,
         ));
         let mem = Arc::new(Memtable::new(parts.catalog.log_head()));
@@ -128,6 +132,7 @@ impl LsmIndex {
             last_sequence: parts.last_sequence,
             counters: parts.counters,
             table_options,
+            learning,
             block_cache,
             table_cache,
             state: Mutex::new(State {
@@ -186,6 +191,15 @@ impl Shared {
         let version = self.catalog.lock().current();
         let sv = SuperVersion { mem: Arc::clone(&state.mem), imm: state.imm.clone(), version };
         *self.super_version.write() = Arc::new(sv);
+    }
+
+    /// The options for a table about to be written: an adaptive index-block kind is resolved by
+    /// the workload since the last table (writes against point lookups).
+    fn table_options_for_build(&self) -> TableOptions {
+        let writes = self.counters.keys_written.load(std::sync::atomic::Ordering::Relaxed);
+        let reads = self.counters.gets.load(std::sync::atomic::Ordering::Relaxed);
+        let kind = self.learning.kind_for_build(self.table_options.index_block_kind, writes, reads);
+        TableOptions { index_block_kind: kind, ..self.table_options }
     }
 
     fn set_bg_error(&self, state: &mut State, err: &Error) {
