@@ -95,6 +95,8 @@ pub struct Flags {
     pub hash_capacity: Option<u64>,
     /// splitkv: request shards of the hash mode.
     pub hash_shards: Option<usize>,
+    /// splitkv: SSTable index blocks (`--index_kind=binary|learned|adaptive`).
+    pub index_block_kind: Option<String>,
     /// Share of keys `deletefraction` deletes, in percent.
     pub delete_percent: u8,
     /// splitkv: value-log GC policy (`oldest`, `greedy` or `costbenefit`; checked when parsed).
@@ -194,6 +196,7 @@ impl Default for Flags {
             segment_size: None,
             hash_index: false,
             hash_capacity: None,
+            index_block_kind: None,
             hash_shards: None,
             delete_percent: 50,
             gc_policy: None,
@@ -284,6 +287,7 @@ usage: splitkv-bench [--name=value ...]
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
   --delete_percent=N (50, for deletefraction)
   --index=lsm|hash  --hash_capacity=N (--num)  --hash_shards=N (1)                 (splitkv)
+  --index_kind=binary|learned|adaptive (SSTable index blocks; binary)             (splitkv)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
   --space_amplification=F|none (value-log space limit over live bytes; default 1.3)
   --gc_punch_holes=BOOL  --gc_logical_space_factor=F  --gc_rate_limit=N          (splitkv)
@@ -402,6 +406,11 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
             }
         }
         "hash_capacity" => flags.hash_capacity = Some(number("a bucket count")?),
+        "index_kind" => {
+            let kind = text()?;
+            splitkv::IndexBlockKind::parse(kind).ok_or_else(|| bad("binary, learned or adaptive"))?;
+            flags.index_block_kind = Some(kind.to_string());
+        }
         "hash_shards" => flags.hash_shards = Some(size()?),
         "prefetch" => flags.prefetch = Some(boolean()?),
         "prefetch_threads" => flags.prefetch_threads = Some(size()?),

@@ -33,5 +33,5 @@ pub mod vlog;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, RangeIter};
 pub use error::{Error, Result};
-pub use options::{CompressionType, IndexKind, Options, ReadOptions, WriteOptions};
+pub use options::{CompressionType, IndexBlockKind, IndexKind, Options, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;

@@ -139,6 +139,39 @@ pub struct Stats {
     pub disk_bytes: u64,
     /// The hash table, in the hash index mode.
     pub hash_table: Option<HashTableStats>,
+    /// SSTable index blocks: learned models and binary indexes, in the LSM mode.
+    pub index_blocks: IndexBlockStats,
+}
+
+/// Figures about SSTable index blocks (TridentKV's learned index). Sizes and errors cover the
+/// tables of the current version that are open in the table cache; counters cover since open.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct IndexBlockStats {
+    /// Open tables indexed by a model (written with one, or trained lazily).
+    pub learned_tables: u64,
+    /// Open tables indexed by binary search.
+    pub binary_tables: u64,
+    /// Encoded bytes of the models of the learned tables.
+    pub model_bytes: u64,
+    /// Encoded bytes of the binary index blocks.
+    pub binary_index_bytes: u64,
+    /// Largest error bound of any model, in entries.
+    pub max_error: u64,
+    /// Mean error bound over the models' entries.
+    pub mean_error: f64,
+    /// Tables written with a model since open.
+    pub built_learned: u64,
+    /// Tables whose trained model was rejected at write time (too large or too wrong), which got
+    /// a binary index instead.
+    pub build_rejections: u64,
+    /// Tables trained lazily since open, and lazy trainings rejected.
+    pub lazy_trained: u64,
+    /// Lazy trainings whose model was rejected.
+    pub lazy_rejections: u64,
+    /// Mean nanoseconds of an index lookup through a model (sampled; 0 if none).
+    pub learned_lookup_nanos: f64,
+    /// Mean nanoseconds of an index lookup by binary search (sampled; 0 if none).
+    pub binary_lookup_nanos: f64,
 }
 
 /// Figures about the persistent hash table of the hash index mode.

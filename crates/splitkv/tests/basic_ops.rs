@@ -4,7 +4,7 @@
 mod common;
 
 use common::{dump, index_kinds, key, matrix, small_options, value_for, Case};
-use splitkv::{Db, IndexKind, Options, ReadOptions, Result, WriteBatch, WriteOptions};
+use splitkv::{Db, IndexBlockKind, IndexKind, Options, ReadOptions, Result, WriteBatch, WriteOptions};
 
 fn open(dir: &std::path::Path, case: Case) -> Result<Db> {
     Db::open(dir, case.options())
@@ -165,5 +165,54 @@ fn properties_and_stats_report_state() -> Result<()> {
         assert!(db.property("splitkv.stats").unwrap().contains("Value log"), "{kind:?}");
         assert_eq!(db.property("splitkv.no-such-property"), None, "{kind:?}");
     }
+    Ok(())
+}
+
+/// Learned index blocks are written, used and reported; reads through them equal the data.
+#[test]
+fn learned_index_blocks_are_built_used_and_reported() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let opts = Options { index_block_kind: IndexBlockKind::Learned, ..small_options(IndexKind::Lsm, usize::MAX) };
+    let db = Db::open(dir.path(), opts)?;
+    for i in 0..3000 {
+        db.put(key(i), value_for(i, 100))?;
+    }
+    db.flush()?;
+    for i in 0..3000 {
+        assert_eq!(db.get(key(i))?.as_deref(), Some(&value_for(i, 100)[..]));
+    }
+    let s = db.stats().index_blocks;
+    assert!(s.built_learned > 0 && s.learned_tables > 0, "{s:?}");
+    assert_eq!(s.build_rejections, 0, "{s:?}");
+    assert!(s.model_bytes > 0 && s.max_error <= splitkv::sstable::MAX_ACCEPTED_ERROR, "{s:?}");
+    assert!(s.learned_lookup_nanos > 0.0, "sampled lookups went through models: {s:?}");
+    assert!(db.property("splitkv.index-blocks").is_some_and(|p| p.contains("learned_tables")));
+    Ok(())
+}
+
+/// The adaptive kind writes binary index blocks during a load (write-intensive) and learned ones
+/// once reads are a real share of the work.
+#[test]
+fn adaptive_index_blocks_follow_the_workload() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let opts = Options { index_block_kind: IndexBlockKind::Adaptive, ..small_options(IndexKind::Lsm, 0) };
+    let db = Db::open(dir.path(), opts)?;
+    for i in 0..2000 {
+        db.put(key(i), value_for(i, 100))?;
+    }
+    db.flush()?;
+    let load = db.stats().index_blocks;
+    assert_eq!(load.built_learned, 0, "a pure load is write-intensive: {load:?}");
+    for round in 0..3 {
+        for i in 0..500 {
+            db.put(key(10_000 + round * 500 + i), value_for(i, 100))?;
+            for j in 0..2 {
+                assert!(db.get(key((i * 7 + j) % 2000))?.is_some());
+            }
+        }
+        db.flush()?;
+    }
+    let mixed = db.stats().index_blocks;
+    assert!(mixed.built_learned > 0, "reads outnumber writes, so flushes train: {mixed:?}");
     Ok(())
 }

@@ -86,6 +86,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
             shards: flags.hash_shards.unwrap_or(1),
         };
     }
+    if let Some(kind) = flags.index_block_kind.as_deref().and_then(splitkv::IndexBlockKind::parse) {
+        options.index_block_kind = kind;
+    }
     if let Some(n) = flags.segment_size {
         options.segment_size = n;
     }

@@ -38,7 +38,9 @@ pub use filter::{BloomFilter, BloomFilterBuilder};
 pub use format::{
     BlockHandle, CompressionType, Footer, IndexBlockKind, BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, TABLE_MAGIC,
 };
-pub use index::{BinaryIndex, BlockSpot, IndexBlock, IndexBlockBuilder, IndexSummary, ModelSummary, Window};
+pub use index::{
+    BinaryIndex, BinaryIndexBuilder, BlockSpot, IndexBlock, IndexBlockBuilder, IndexSummary, ModelSummary, Window,
+};
 pub use learned::{LearnedIndex, LearnedIndexBuilder, MAX_ACCEPTED_ERROR, TARGET_ERROR};
 pub use learning::{IndexLearning, LearningCounters};
 pub use table::{Table, TableIterator};

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use splitkv::fs::{Fault, FaultInjectingFileSystem, FaultKind, MemFileSystem};
-use splitkv::{Db, IndexKind, Options};
+use splitkv::{Db, IndexBlockKind, IndexKind, Options};
 
 /// Index kinds every scenario runs against: the LSM-tree, and the persistent hash index with a
 /// table small enough to collide and grow under test. Scenarios that only make sense for the
@@ -30,18 +30,20 @@ pub const THRESHOLDS: [usize; 3] = [0, 1024, usize::MAX];
 pub struct Case {
     pub kind: IndexKind,
     pub threshold: usize,
+    /// SSTables' index blocks (LSM only).
+    pub index_block: IndexBlockKind,
 }
 
 impl Case {
     /// [`small_options`] for this cell.
     pub fn options(self) -> Options {
-        small_options(self.kind, self.threshold)
+        Options { index_block_kind: self.index_block, ..small_options(self.kind, self.threshold) }
     }
 }
 
 impl fmt::Display for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} index, threshold ", self.kind)?;
+        write!(f, "{:?} index, {:?} index blocks, threshold ", self.kind, self.index_block)?;
         match self.threshold {
             usize::MAX => write!(f, "max"),
             t => write!(f, "{t}"),
@@ -49,17 +51,24 @@ impl fmt::Display for Case {
     }
 }
 
-/// Every index kind under every value threshold.
+/// Every index kind under every value threshold, and every index-block kind.
 pub fn matrix() -> Vec<Case> {
-    // The hash index keeps every value in the log whatever the threshold: one cell is enough.
     let mut cases = lsm_matrix();
-    cases.push(Case { kind: HASH, threshold: 1024 });
+    // The hash index keeps every value in the log whatever the threshold: one cell is enough.
+    cases.push(Case { kind: HASH, threshold: 1024, index_block: IndexBlockKind::Binary });
     cases
 }
 
-/// Every value threshold under the LSM index alone, for scenarios that only make sense for it.
+/// Every value threshold under the LSM index alone, for scenarios that only make sense for it:
+/// binary index blocks under every threshold, learned ones with inline values and adaptive ones
+/// with separated values (index blocks do not care what the values are, so two cells suffice).
 pub fn lsm_matrix() -> Vec<Case> {
-    THRESHOLDS.map(|threshold| Case { kind: IndexKind::Lsm, threshold }).to_vec()
+    let mut cases: Vec<Case> = THRESHOLDS
+        .map(|threshold| Case { kind: IndexKind::Lsm, threshold, index_block: IndexBlockKind::Binary })
+        .to_vec();
+    cases.push(Case { kind: IndexKind::Lsm, threshold: usize::MAX, index_block: IndexBlockKind::Learned });
+    cases.push(Case { kind: IndexKind::Lsm, threshold: 0, index_block: IndexBlockKind::Adaptive });
+    cases
 }
 
 /// Options for index `kind` with tiny memtables, segments, files and levels.

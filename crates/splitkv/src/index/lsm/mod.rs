@@ -42,7 +42,7 @@ use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::snapshot::SnapshotList;
 use crate::sstable::{BlockCache, IndexLearning, TableCache, TableOptions};
-use crate::stats::{Counters, LevelStats, Stats};
+use crate::stats::{Counters, IndexBlockStats, LevelStats, Stats};
 use crate::types::{FileNumber, SegmentId, SequenceNumber, ValueKind};
 use crate::version::{Catalog, Version};
 
@@ -202,6 +202,45 @@ impl Shared {
         TableOptions { index_block_kind: kind, ..self.table_options }
     }
 
+    /// Index-block figures over the current version's tables that are open, and the counters.
+    fn index_block_stats(&self, sv: &SuperVersion) -> IndexBlockStats {
+        let c = self.learning.counters();
+        let mean = |n: u64, total: u64| if n == 0 { 0.0 } else { total as f64 / n as f64 };
+        let mut out = IndexBlockStats {
+            built_learned: c.tables_learned,
+            build_rejections: c.build_rejections,
+            lazy_trained: c.lazy_trained,
+            lazy_rejections: c.lazy_rejections,
+            learned_lookup_nanos: mean(c.sampled_learned_lookups, c.sampled_learned_nanos),
+            binary_lookup_nanos: mean(c.sampled_binary_lookups, c.sampled_binary_nanos),
+            ..IndexBlockStats::default()
+        };
+        let (mut weighted_error, mut modelled_entries) = (0.0, 0u64);
+        for level in 0..sv.version.num_levels() {
+            for f in sv.version.files(level) {
+                let Some(table) = self.table_cache.open_table(f.number) else { continue };
+                let (_, summary) = table.index_summary();
+                match summary.model {
+                    Some(model) => {
+                        out.learned_tables += 1;
+                        out.model_bytes += summary.encoded_bytes;
+                        out.max_error = out.max_error.max(model.max_error);
+                        weighted_error += model.mean_error * table.num_entries() as f64;
+                        modelled_entries += table.num_entries();
+                    }
+                    None => {
+                        out.binary_tables += 1;
+                        out.binary_index_bytes += summary.encoded_bytes;
+                    }
+                }
+            }
+        }
+        if modelled_entries > 0 {
+            out.mean_error = weighted_error / modelled_entries as f64;
+        }
+        out
+    }
+
     fn set_bg_error(&self, state: &mut State, err: &Error) {
         if state.bg_error.is_none() {
             state.bg_error = Some(err.to_string());
@@ -320,6 +359,7 @@ impl Index for LsmIndex {
             (sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())) as u64;
         stats.block_cache_hits = s.block_cache.hits();
         stats.block_cache_misses = s.block_cache.misses();
+        stats.index_blocks = s.index_block_stats(&sv);
     }
 
     fn property(&self, name: &str) -> Option<String> {
@@ -347,6 +387,7 @@ impl Index for LsmIndex {
             "splitkv.compaction-slice-holder" => Some(
                 self.shared.state.lock().policy.slice_holder().map_or_else(|| "none".to_string(), |l| l.to_string()),
             ),
+            "splitkv.index-blocks" => Some(format!("{:#?}", self.shared.index_block_stats(&sv))),
             "splitkv.memtable-bytes" => {
                 Some((sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())).to_string())
             }

@@ -166,8 +166,23 @@ impl LearnedIndex {
         Ok(LearnedIndex { handles, starts, restart_interval, sub_ranges, segments, encoded_len: data.len() })
     }
 
-    /// The data block holding entry `position` (`< num_entries`).
+    /// The data block holding entry `position` (`< num_entries`). Blocks hold similar numbers
+    /// of entries, so interpolation lands on or next to the block; a few steps settle it, and a
+    /// binary search covers tables whose blocks vary a lot.
     fn block_of(&self, position: u64) -> usize {
+        let blocks = self.handles.len();
+        let n = self.starts[blocks];
+        let mut b = ((u128::from(position) * blocks as u128) / u128::from(n.max(1))) as usize;
+        b = b.min(blocks - 1);
+        for _ in 0..4 {
+            if self.starts[b] > position {
+                b -= 1;
+            } else if self.starts[b + 1] <= position {
+                b += 1;
+            } else {
+                return b;
+            }
+        }
         self.starts.partition_point(|&s| s <= position) - 1
     }
 
