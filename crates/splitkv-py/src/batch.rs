@@ -71,7 +71,12 @@ impl PyWriteBatch {
     }
 
     #[pyo3(signature = (exc_type, *_rest))]
-    fn __exit__(&self, py: Python<'_>, exc_type: Option<&Bound<'_, PyAny>>, _rest: &Bound<'_, PyTuple>) -> PyResult<bool> {
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _rest: &Bound<'_, PyTuple>,
+    ) -> PyResult<bool> {
         match exc_type {
             Some(t) if !t.is_none() => self.clear(),
             _ => self.write(py)?,

@@ -57,4 +57,3 @@ pub fn optional_bytes(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Op
 pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map_or_else(|_| "object".to_string(), |n| n.to_string())
 }
-

@@ -52,10 +52,10 @@ impl PyDb {
         Ok(PyDb { shared: SharedDb::open(py, path, options)? })
     }
 
-    /// The database directory.
+    /// The database directory, as a str.
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.shared.path().to_path_buf()
+    fn path(&self) -> std::ffi::OsString {
+        self.shared.path().as_os_str().to_os_string()
     }
 
     /// True once `close()` has been called.

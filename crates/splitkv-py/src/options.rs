@@ -175,7 +175,9 @@ fn apply_variants(o: &mut Options, v: VariantSettings) -> PyResult<()> {
         }
         _ => {
             if v.time_slice_ms.is_some() || v.time_slice_dynamic.is_some() || v.time_slice_drain_percent.is_some() {
-                return Err(PyValueError::new_err("time_slice_* options apply only with compaction_policy='time_slice'"));
+                return Err(PyValueError::new_err(
+                    "time_slice_* options apply only with compaction_policy='time_slice'",
+                ));
             }
         }
     }
