@@ -105,8 +105,8 @@ impl Reader<'_> {
             keys_only: !args.shape.values,
             ..ReadOptions::default()
         };
-        let it = self.db.run(py, |db| db.iter(opts))?;
-        Ok(PyIterator::new(self.db, it, args.reverse, args.shape))
+        // Registered while the database cannot close, so that a close cannot miss it.
+        self.db.run(py, |db| Ok(PyIterator::new(self.db, db.iter(opts)?, args.reverse, args.shape)))
     }
 
     /// `iter(reader)`: every key in order.
