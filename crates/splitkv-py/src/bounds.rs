@@ -7,7 +7,9 @@
 //! `[prefix, the smallest key greater than every key with that prefix)`.
 
 use pyo3::exceptions::PyTypeError;
-use pyo3::PyResult;
+use pyo3::prelude::*;
+
+use crate::convert::optional_bytes;
 
 /// `[lower, upper)`; `None` is unbounded.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -33,6 +35,23 @@ pub struct RangeArgs {
 }
 
 impl RangeArgs {
+    /// Reads the Python arguments (bytes or `None`).
+    pub fn from_py(
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        include_start: bool,
+        include_stop: bool,
+        prefix: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Ok(RangeArgs {
+            start: optional_bytes(start, "start")?,
+            stop: optional_bytes(stop, "stop")?,
+            include_start,
+            include_stop,
+            prefix: optional_bytes(prefix, "prefix")?,
+        })
+    }
+
     /// The engine bounds these arguments describe.
     pub fn to_range(&self) -> PyResult<KeyRange> {
         if let Some(prefix) = &self.prefix {

@@ -147,13 +147,7 @@ impl PyDb {
         include_value: bool,
         fill_cache: bool,
     ) -> PyResult<PyIterator> {
-        let range = RangeArgs {
-            start: optional_bytes(start, "start")?,
-            stop: optional_bytes(stop, "stop")?,
-            include_start,
-            include_stop,
-            prefix: optional_bytes(prefix, "prefix")?,
-        };
+        let range = RangeArgs::from_py(start, stop, include_start, include_stop, prefix)?;
         let shape = ItemShape { keys: include_key, values: include_value };
         self.reader().iterator(py, IterArgs { range, reverse, shape, fill_cache })
     }

@@ -13,7 +13,6 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use splitkv::Snapshot;
 
 use crate::bounds::RangeArgs;
-use crate::convert::optional_bytes;
 use crate::db::PyDb;
 use crate::errors::ClosedError;
 use crate::handle::SharedDb;
@@ -99,13 +98,7 @@ impl PySnapshot {
         include_value: bool,
         fill_cache: bool,
     ) -> PyResult<PyIterator> {
-        let range = RangeArgs {
-            start: optional_bytes(start, "start")?,
-            stop: optional_bytes(stop, "stop")?,
-            include_start,
-            include_stop,
-            prefix: optional_bytes(prefix, "prefix")?,
-        };
+        let range = RangeArgs::from_py(start, stop, include_start, include_stop, prefix)?;
         let shape = ItemShape { keys: include_key, values: include_value };
         self.reader()?.iterator(py, IterArgs { range, reverse, shape, fill_cache })
     }
