@@ -162,6 +162,7 @@ fn properties_and_stats_report_state() -> Result<()> {
             assert_eq!(db.property("splitkv.num-files-at-level0").as_deref(), Some("1"), "{kind:?}");
         }
         assert_eq!(db.property("splitkv.last-sequence").as_deref(), Some("500"), "{kind:?}");
+        assert_eq!(db.property("splitkv.estimate-num-keys").as_deref(), Some("500"), "{kind:?}");
         assert!(db.property("splitkv.stats").unwrap().contains("Value log"), "{kind:?}");
         assert_eq!(db.property("splitkv.no-such-property"), None, "{kind:?}");
     }
