@@ -7,14 +7,13 @@
 //! it (and the nearest real name), as Python does for any function; a value of the wrong type
 //! raises `TypeError` and an impossible one `ValueError`, before anything is opened.
 //!
-//! Not exposed: `fs` and `compaction_listener` (Rust trait objects), `index_block_kind` (one
-//! kind exists).
+//! Not exposed: `fs` and `compaction_listener` (Rust trait objects).
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
 use splitkv::options::{CompactionPolicyKind, GcPolicyKind};
-use splitkv::{CompressionType, IndexKind, Options};
+use splitkv::{CompressionType, IndexBlockKind, IndexKind, Options};
 
 use crate::convert::type_name;
 
@@ -30,6 +29,7 @@ pub const OPTION_NAMES: &[&str] = &[
     "block_size",
     "block_restart_interval",
     "compression",
+    "index_block_kind",
     "bloom_bits_per_key",
     "block_cache_capacity",
     "max_open_files",
@@ -108,6 +108,11 @@ fn set(o: &mut Options, v: &mut VariantSettings, name: &str, value: &Bound<'_, P
                 "zstd" => CompressionType::Zstd,
                 other => return Err(value.choice_error(other, &["none", "lz4", "zstd"])),
             }
+        }
+        "index_block_kind" => {
+            let kind = value.string()?;
+            o.index_block_kind = IndexBlockKind::parse(&kind)
+                .ok_or_else(|| value.choice_error(&kind, &["binary", "learned", "adaptive"]))?;
         }
         "bloom_bits_per_key" => o.bloom_bits_per_key = value.usize()?,
         "block_cache_capacity" => o.block_cache_capacity = value.usize()?,

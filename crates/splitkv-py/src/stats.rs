@@ -87,6 +87,26 @@ pub fn to_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> 
             d.set_item("hash_table", table)?;
         }
     }
+    let ib = &s.index_blocks;
+    let index_blocks = PyDict::new(py);
+    let counts = [
+        ("learned_tables", ib.learned_tables),
+        ("binary_tables", ib.binary_tables),
+        ("model_bytes", ib.model_bytes),
+        ("binary_index_bytes", ib.binary_index_bytes),
+        ("max_error", ib.max_error),
+        ("built_learned", ib.built_learned),
+        ("build_rejections", ib.build_rejections),
+        ("lazy_trained", ib.lazy_trained),
+        ("lazy_rejections", ib.lazy_rejections),
+    ];
+    for (name, value) in counts {
+        index_blocks.set_item(name, value)?;
+    }
+    index_blocks.set_item("mean_error", ib.mean_error)?;
+    index_blocks.set_item("learned_lookup_nanos", ib.learned_lookup_nanos)?;
+    index_blocks.set_item("binary_lookup_nanos", ib.binary_lookup_nanos)?;
+    d.set_item("index_blocks", index_blocks)?;
     Ok(d)
 }
 

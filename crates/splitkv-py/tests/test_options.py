@@ -17,6 +17,7 @@ VALUES = {
     "block_size": 2048,
     "block_restart_interval": 8,
     "compression": "lz4",
+    "index_block_kind": "adaptive",
     "bloom_bits_per_key": 12,
     "block_cache_capacity": 8 << 20,
     "max_open_files": 100,
@@ -65,6 +66,19 @@ def test_compression_kinds(db_path, compression):
             db[b"%05d" % i] = b"compressible " * 10
         db.flush()
         assert db[b"01234"] == b"compressible " * 10
+
+
+@pytest.mark.parametrize("kind", ["binary", "learned", "adaptive"])
+def test_index_block_kinds(db_path, kind):
+    with splitkv.DB(db_path, index_block_kind=kind, block_size=256) as db:
+        for i in range(3000):
+            db[b"%06d" % i] = b"v%d" % i
+        db.flush()
+        assert all(db[b"%06d" % i] == b"v%d" % i for i in range(0, 3000, 7))
+        built = db.stats()["index_blocks"]["built_learned"]
+        assert (built > 0) if kind == "learned" else (built == 0 or kind == "adaptive")
+    with pytest.raises(ValueError):
+        splitkv.DB(db_path, index_block_kind="btree")
 
 
 def test_misspelt_option_is_a_type_error(db_path):

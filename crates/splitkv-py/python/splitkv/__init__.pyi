@@ -113,7 +113,8 @@ class DB:
     Keyword options (defaults are the engine's; see OPTION_NAMES): create_if_missing,
     error_if_exists, value_threshold (None: never separate values), write_buffer_size,
     segment_size, vlog_buffer_size, block_size, block_restart_interval, compression
-    ("none" | "lz4" | "zstd"), bloom_bits_per_key, block_cache_capacity, max_open_files,
+    ("none" | "lz4" | "zstd"), index_block_kind ("binary" | "learned" | "adaptive"),
+    bloom_bits_per_key, block_cache_capacity, max_open_files,
     num_levels, level0_file_num_compaction_trigger, level0_slowdown_writes_trigger,
     level0_stop_writes_trigger, max_bytes_for_level_base, max_bytes_for_level_multiplier,
     target_file_size, max_background_compactions, compaction_policy ("score" | "time_slice",
