@@ -141,6 +141,7 @@ pub(crate) fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
         "readmissing" => run(read_missing),
         "seekrandom" => run(seek_random),
         "scanrandom" => run(scan_random),
+        "multireadrandom" => run(multi_read_random),
         "readhot" => run(read_hot),
         "readrandomsmall" => {
             workload.reads /= 1000;
@@ -256,6 +257,29 @@ pub(crate) fn read_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchR
         thread.stats.finished_single_op();
     }
     thread.stats.add_message(&format!("({found} of {} found)", ctx.workload.num));
+    Ok(())
+}
+
+/// RocksDB's `multireadrandom`: random keys looked up `--batch_size` at a time with the engine's
+/// batched read; throughput counts keys, the latency histogram batches.
+pub(crate) fn multi_read_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let batch_size = ctx.flags.batch_size as u64;
+    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(ctx.flags.batch_size);
+    let mut found = 0u64;
+    let mut read = 0u64;
+    while read < ctx.workload.reads {
+        let n = batch_size.min(ctx.workload.reads - read);
+        batch.clear();
+        for _ in 0..n {
+            batch.push(key.set(u64::from(thread.rand.uniform(ctx.flags.num))).to_vec());
+        }
+        let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        found += ctx.engine.multi_get(&keys)? as u64;
+        thread.stats.finished_ops(n);
+        read += n;
+    }
+    thread.stats.add_message(&format!("({found} of {read} found)"));
     Ok(())
 }
 

@@ -54,6 +54,8 @@ pub struct Flags {
     pub compression_ratio: f64,
     /// Concurrent threads per benchmark; each does the full operation count.
     pub threads: usize,
+    /// Keys per `multireadrandom` call (RocksDB db_bench's `--batch_size`).
+    pub batch_size: usize,
     /// Database directory.
     pub db: PathBuf,
     /// Keep the existing database: fill benchmarks are skipped, nothing is destroyed.
@@ -177,6 +179,7 @@ impl Default for Flags {
             value_size: 100,
             compression_ratio: 0.5,
             threads: 1,
+            batch_size: 1,
             db: std::env::temp_dir().join("splitkvbench"),
             use_existing_db: false,
             drop_os_cache: false,
@@ -277,7 +280,8 @@ pub const USAGE: &str = "\
 usage: splitkv-bench [--name=value ...]
   --benchmarks=LIST         comma-separated, run in order: fillseq fillbatch fillrandom overwrite
                             fillsync fill100K readrandom readmissing readhot readrandomsmall readseq
-                            readreverse seekrandom scanrandom deleterandom deleteseq deletefraction compact gc stats
+                            readreverse seekrandom scanrandom multireadrandom deleterandom deleteseq
+                            deletefraction compact gc stats
                             ycsb_load ycsb_a ycsb_b ycsb_c ycsb_d ycsb_e ycsb_f
   --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
   --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
@@ -285,7 +289,7 @@ usage: splitkv-bench [--name=value ...]
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
-  --delete_percent=N (50, for deletefraction)
+  --delete_percent=N (50, for deletefraction)  --batch_size=N (1, keys per multireadrandom call)
   --index=lsm|hash  --hash_capacity=N (--num)  --hash_shards=N (1)                 (splitkv)
   --index_kind=binary|learned|adaptive (SSTable index blocks; binary)             (splitkv)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
@@ -360,6 +364,7 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
                 text()?.parse::<f64>().ok().filter(|r| *r > 0.0 && *r <= 1.0).ok_or_else(|| bad("a ratio in (0, 1]"))?
         }
         "threads" => flags.threads = Some(size()?).filter(|t| *t >= 1).ok_or_else(|| bad("at least 1"))?,
+        "batch_size" => flags.batch_size = Some(size()?).filter(|n| *n >= 1).ok_or_else(|| bad("at least 1"))?,
         "db" => flags.db = PathBuf::from(text()?),
         "use_existing_db" => flags.use_existing_db = boolean()?,
         "drop_os_cache" => flags.drop_os_cache = boolean()?,
@@ -550,6 +555,13 @@ mod tests {
         let f = parse(["--histogram=false", "--use_existing_db=0", "--sync=0"]).unwrap();
         assert!(!f.histogram && !f.use_existing_db && !f.sync);
         assert!(matches!(parse(["--histogram=yes"]), Err(FlagError::BadValue { .. })));
+    }
+
+    #[test]
+    fn batch_size_parses_and_must_be_positive() {
+        assert_eq!(Flags::default().batch_size, 1);
+        assert_eq!(parse(["--batch_size=32"]).unwrap().batch_size, 32);
+        assert!(matches!(parse(["--batch_size=0"]), Err(FlagError::BadValue { .. })));
     }
 
     #[test]

@@ -67,6 +67,15 @@ pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> BenchResult<()>;
     /// Point lookup; returns the value's length if the key exists.
     fn get(&self, key: &[u8]) -> BenchResult<Option<usize>>;
+    /// Point lookups of several keys at once (RocksDB's `MultiGet`); returns how many exist.
+    /// Engines without a batched read (LevelDB) loop over [`Engine::get`].
+    fn multi_get(&self, keys: &[&[u8]]) -> BenchResult<usize> {
+        let mut found = 0;
+        for key in keys {
+            found += usize::from(self.get(key)?.is_some());
+        }
+        Ok(found)
+    }
     /// Removes one key.
     fn delete(&self, key: &[u8], sync: bool) -> BenchResult<()>;
     /// Applies `ops` atomically.

@@ -154,6 +154,10 @@ impl Engine for SplitkvEngine {
         Ok(self.db.get(key)?.map(|value| value.len()))
     }
 
+    fn multi_get(&self, keys: &[&[u8]]) -> BenchResult<usize> {
+        Ok(self.db.multi_get(&ReadOptions::default(), keys)?.iter().filter(|v| v.is_some()).count())
+    }
+
     fn delete(&self, key: &[u8], sync: bool) -> BenchResult<()> {
         Ok(self.db.delete_opt(&write_options(sync), key)?)
     }

@@ -3,7 +3,8 @@
 //! Write path (`write`): group commit, with the value log as the write-ahead log.
 //!
 //! Read path: the index maps a key to an inline value or a [`ValuePointer`]; pointers are
-//! resolved by one validated read from the value log. Iterators (`iterator`) that move
+//! resolved by one validated read from the value log. Batches of point reads (`multi_get`)
+//! resolve all their keys first and then read the values not in memory concurrently. Iterators (`iterator`) that move
 //! sequentially read ahead (`read_ahead`): they walk the index in windows, start loading the
 //! windows' values that are not in memory, and fetch those in parallel on a pool shared by all
 //! iterators (`vlog::prefetch`), coalescing values adjacent in the log.
@@ -33,11 +34,13 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 mod gc_host;
 mod iterator;
+mod multi_get;
 mod open;
 mod read_ahead;
 mod write;
 
 pub use iterator::{DbIterator, RangeIter};
+pub use multi_get::{MultiGet, MultiGetResult};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -73,6 +76,8 @@ struct DbInner {
     prefetch: Arc<PrefetchPool>,
     /// Whether the values scans checked last were all in memory (see `read_ahead`).
     scan_values_cached: Arc<AtomicBool>,
+    /// The same for the last batch of point reads (`multi_get`), whose values lie elsewhere.
+    point_values_cached: AtomicBool,
     writers: Mutex<VecDeque<Arc<PendingWrite>>>,
     poisoned: Mutex<Option<String>>,
     gc: GarbageCollector,
@@ -183,18 +188,6 @@ impl Db {
             Some(IndexValue::Inline(v)) => Ok(Some(v)),
             Some(IndexValue::Pointer(ptr)) => self.inner.read_pointer(&ptr, key).map(Some),
         }
-    }
-
-    /// The values of several keys, read at one sequence number.
-    pub fn multi_get<K: AsRef<[u8]>>(&self, opts: &ReadOptions, keys: &[K]) -> Result<Vec<Option<Bytes>>> {
-        let pinned;
-        let opts = if opts.snapshot.is_none() {
-            pinned = ReadOptions { snapshot: Some(self.snapshot()), ..opts.clone() };
-            &pinned
-        } else {
-            opts
-        };
-        keys.iter().map(|k| self.get_opt(opts, k)).collect()
     }
 
     /// A consistent read view as of now.

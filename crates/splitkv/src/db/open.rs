@@ -152,6 +152,7 @@ impl Db {
             counters,
             prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
             scan_values_cached: Arc::new(AtomicBool::new(false)),
+            point_values_cached: AtomicBool::new(false),
             writers: Mutex::new(VecDeque::new()),
             poisoned: Mutex::new(None),
             gc,

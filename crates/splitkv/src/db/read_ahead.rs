@@ -135,7 +135,12 @@ pub(super) struct WalkPlan {
 /// costs less than handing it to another thread. With `sample`, set while the values recent walks
 /// checked were all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and the rest
 /// only if a sampled one is not in memory: a cached scan pays one check in that many.
-fn uncached_requests(vlog: &ValueLog, requests: &[ValueRequest], sample: bool, readaround: u64) -> Vec<usize> {
+pub(super) fn uncached_requests(
+    vlog: &ValueLog,
+    requests: &[ValueRequest],
+    sample: bool,
+    readaround: u64,
+) -> Vec<usize> {
     let mut check = ResidencyCheck { vlog, readaround, last: None };
     if !sample {
         return (0..requests.len()).filter(|&i| check.misses(&requests[i].pointer)).collect();
