@@ -22,7 +22,7 @@ use common::{index_kinds, key, matrix, small_options, value_for, Case};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use splitkv::fs::{FileSystem, MemFileSystem};
-use splitkv::{Db, Error, IndexKind, Options, ReadOptions, Result};
+use splitkv::{Db, Error, IndexBlockKind, IndexKind, Options, ReadOptions, Result};
 
 /// Where a scenario's database lives.
 #[derive(Clone, Copy, Debug)]
@@ -172,7 +172,11 @@ fn multi_get_equals_a_loop_of_gets_at_one_snapshot() -> Result<()> {
 #[test]
 fn without_prefetch_threads_batches_run_on_the_caller() -> Result<()> {
     for kind in index_kinds() {
-        equals_a_loop_of_gets(Case { kind, threshold: 1024 }, Storage::Uncached, 0)?;
+        equals_a_loop_of_gets(
+            Case { kind, threshold: 1024, index_block: IndexBlockKind::Binary },
+            Storage::Uncached,
+            0,
+        )?;
         let opened = open_on(Storage::Uncached, Options { prefetch_threads: 0, ..small_options(kind, 0) })?;
         opened.db.put("k", "v")?;
         // Nothing else would run the batch: the future is complete when it is returned.
