@@ -8,7 +8,7 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian's multiarch library directory, where librocksdb-dev puts librocksdb.so; the rocksdb
 # crate links against the library found there instead of compiling RocksDB from source.
 export ROCKSDB_LIB_DIR=${ROCKSDB_LIB_DIR:-/usr/lib/x86_64-linux-gnu}
-BENCH_BIN="$REPO_ROOT/target/release/splitkv-bench"
+BENCH_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/splitkv-bench"
 
 # Prints a command the way a shell trace would, then runs it.
 run() {

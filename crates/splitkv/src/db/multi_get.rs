@@ -4,12 +4,14 @@
 //!
 //! A loop of `get`s pays one device round trip per value that is not in memory. A batch first
 //! resolves every key through the index, in key order (so neighbouring keys share table, block
-//! and filter lookups that are then cached), and only then touches the value log: the values
+//! and filter lookups that are then cached; unless recent batches found their values in memory,
+//! contiguous runs of the sorted keys are looked up concurrently on the prefetch pool, so that
+//! missed table blocks load in parallel too), and only then touches the value log: the values
 //! not in memory have their loads started at once ([`ValueLog::will_need`],
 //! `POSIX_FADV_WILLNEED`, which queues the reads and returns) and are copied on the database's
 //! prefetch pool, sorted by log position and coalesced where they are near each other, while the
-//! calling thread copies the values that are in memory. N cold reads then wait for about one
-//! device round trip instead of N. The pool and the read planner are the ones scans read ahead
+//! calling thread copies the values that are in memory. N cold reads then wait for a few device
+//! round trips (a table block, then a value) instead of 2N. The pool and the read planner are the ones scans read ahead
 //! with (`vlog::prefetch`, `db::read_ahead`): no second pool, no io_uring ring, and every read
 //! still goes through the [`FileSystem`](crate::fs::FileSystem) seam.
 //!
@@ -58,6 +60,10 @@ impl Db {
     /// including which error, but with the values that are not in memory read concurrently
     /// (see the module documentation of `db::multi_get`).
     pub fn multi_get<K: AsRef<[u8]>>(&self, opts: &ReadOptions, keys: &[K]) -> MultiGetResult {
+        if let [key] = keys {
+            // One key reads at one sequence number anyway: no snapshot, no batch bookkeeping.
+            return Ok(vec![self.get_opt(opts, key)?]);
+        }
         let snapshot = self.pinned_snapshot(opts);
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
         self.inner.read_batch(snapshot.sequence(), opts.fill_cache, &keys)
@@ -195,32 +201,37 @@ impl DbInner {
         // Stable, so each distinct key's first position comes first among its duplicates.
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
+        // The distinct keys, sorted, back to back in one arena that the value reads share.
         let mut distinct_of = vec![0usize; keys.len()];
-        let mut resolved: Vec<Resolved> = Vec::new();
-        let mut key_arena = Vec::new();
-        let mut requests = Vec::new();
+        let mut arena = Vec::new();
+        let mut distinct: Vec<Range<usize>> = Vec::new();
+        for &i in &order {
+            if distinct.last().is_none_or(|last| arena[last.clone()] != *keys[i]) {
+                let start = arena.len();
+                arena.extend_from_slice(keys[i]);
+                distinct.push(start..arena.len());
+            }
+            distinct_of[i] = distinct.len() - 1;
+        }
+        let arena = Bytes::from(arena);
 
         let no_segment_release = self.gc_barrier.read();
-        let mut previous: Option<&[u8]> = None;
-        for &i in &order {
-            let key = keys[i];
-            if previous != Some(key) {
-                previous = Some(key);
-                resolved.push(match self.index.get(key, seq, fill_cache) {
-                    Err(e) => Resolved::Done(Err(e)),
-                    Ok(None) => Resolved::Done(Ok(None)),
-                    Ok(Some(IndexValue::Inline(value))) => Resolved::Done(Ok(Some(value))),
-                    Ok(Some(IndexValue::Pointer(pointer))) => {
-                        let start = key_arena.len();
-                        key_arena.extend_from_slice(key);
-                        requests.push(ValueRequest { pointer, key: start..key_arena.len() });
-                        Resolved::Pointer(requests.len() - 1)
-                    }
-                });
-            }
-            distinct_of[i] = resolved.len() - 1;
-        }
-        let mut values = self.read_values(Bytes::from(key_arena), requests);
+        let mut requests = Vec::new();
+        let resolved: Vec<Resolved> = self
+            .look_up(&arena, &distinct, seq, fill_cache)
+            .into_iter()
+            .zip(&distinct)
+            .map(|(found, key)| match found {
+                Err(e) => Resolved::Done(Err(e)),
+                Ok(None) => Resolved::Done(Ok(None)),
+                Ok(Some(IndexValue::Inline(value))) => Resolved::Done(Ok(Some(value))),
+                Ok(Some(IndexValue::Pointer(pointer))) => {
+                    requests.push(ValueRequest { pointer, key: key.clone() });
+                    Resolved::Pointer(requests.len() - 1)
+                }
+            })
+            .collect();
+        let mut values = self.read_values(arena, requests);
         drop(no_segment_release);
 
         let mut answers: Vec<Result<Option<Bytes>>> = resolved
@@ -240,6 +251,41 @@ impl DbInner {
             }
         }
         Ok(out)
+    }
+
+    /// The index entries of `keys` (ranges of `arena`, sorted), in order. While the values of
+    /// recent batches were in memory the index's blocks are assumed to be too, and the lookups
+    /// run here, one after the other; otherwise they are split into contiguous runs of keys
+    /// looked up concurrently on the prefetch pool, so that the table blocks a batch misses are
+    /// read in parallel too (each run still walks its keys in order, sharing blocks).
+    fn look_up(
+        &self,
+        arena: &Bytes,
+        keys: &[Range<usize>],
+        seq: SequenceNumber,
+        fill_cache: bool,
+    ) -> Vec<Result<Option<IndexValue>>> {
+        let threads = self.prefetch.threads();
+        if keys.len() < 2 || threads == 0 || self.point_values_cached.load(Ordering::Relaxed) {
+            return keys.iter().map(|key| self.index.get(&arena[key.clone()], seq, fill_cache)).collect();
+        }
+        let run = keys.len().div_ceil(threads);
+        let keys: Arc<[Range<usize>]> = keys.into();
+        let lookups: Vec<_> = (0..keys.len())
+            .step_by(run)
+            .map(|start| {
+                let (index, arena, keys) = (Arc::clone(&self.index), arena.clone(), Arc::clone(&keys));
+                let end = (start + run).min(keys.len());
+                self.prefetch.submit(move || {
+                    keys[start..end]
+                        .iter()
+                        .map(|key| index.get(&arena[key.clone()], seq, fill_cache))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        // The first run is usually still queued: waiting for it runs it here.
+        lookups.iter().flat_map(|lookup| lookup.wait()).collect()
     }
 
     /// The values of `requests` (keys in `keys`), in request order. Values not in memory are
