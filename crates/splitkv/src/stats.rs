@@ -164,7 +164,7 @@ pub struct IndexBlockStats {
     /// Tables whose trained model was rejected at write time (too large or too wrong), which got
     /// a binary index instead.
     pub build_rejections: u64,
-    /// Tables trained lazily since open, and lazy trainings rejected.
+    /// Tables trained lazily since open.
     pub lazy_trained: u64,
     /// Lazy trainings whose model was rejected.
     pub lazy_rejections: u64,

@@ -32,6 +32,11 @@ pub struct BlockError {
 
 type BlockResult<T> = std::result::Result<T, BlockError>;
 
+/// Length of the longest common prefix of `a` and `b`.
+pub fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// Accumulates sorted entries into one block.
 #[derive(Debug)]
 pub struct BlockBuilder {
@@ -57,7 +62,7 @@ impl BlockBuilder {
     /// Appends an entry; `key` must sort after every key added since the last reset.
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
         let shared = if self.entries_since_restart < self.restart_interval {
-            self.last_key.iter().zip(key).take_while(|(a, b)| a == b).count()
+            shared_prefix_len(&self.last_key, key)
         } else {
             self.restarts.push(self.buf.len() as u32);
             self.entries_since_restart = 0;

@@ -18,7 +18,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::block::{Block, BlockBuilder, BlockError};
+use super::block::{shared_prefix_len, Block, BlockBuilder, BlockError};
 use super::format::{BlockHandle, IndexBlockKind};
 use crate::types::{compare_internal_keys, pack_trailer, user_key, ValueKind, MAX_SEQUENCE};
 
@@ -122,7 +122,7 @@ fn max_trailer() -> [u8; 8] {
 /// A short internal key `k` with `last <= k < next` (LevelDB's `FindShortestSeparator`).
 pub fn shortest_separator(last: &[u8], next: &[u8]) -> Vec<u8> {
     let (a, b) = (user_key(last), user_key(next));
-    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let common = shared_prefix_len(a, b);
     if common < a.len().min(b.len()) {
         let d = a[common];
         if d < 0xff && d + 1 < b[common] {

@@ -223,10 +223,7 @@ impl Table {
         let (mut interval, mut largest_block) = (usize::MAX, 1);
         for i in 0..self.index.len() {
             let handle = self.index.block_handle(i);
-            let data = read_block(&*self.file, &self.path, handle)?;
-            let block = Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))?;
-            let mut it = BlockIter::new(block);
-            it.seek_to_first().map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+            let mut it = self.scan_block(handle)?;
             let (mut entries, mut in_interval, mut restart) = (0, 0, 0);
             while it.valid() {
                 if it.restart_index() != restart {
@@ -299,14 +296,27 @@ impl Table {
                 return Ok(block);
             }
         }
-        let data = read_block(&*self.file, &self.path, handle)?;
-        let block = Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+        let block = self.read_data_block(handle)?;
         if fill_cache {
             if let Some(cache) = &self.cache {
                 cache.insert(self.number, handle.offset, block.clone());
             }
         }
         Ok(block)
+    }
+
+    /// Reads and decodes data block `handle` from the file.
+    fn read_data_block(&self, handle: BlockHandle) -> Result<Block> {
+        let data = read_block(&*self.file, &self.path, handle)?;
+        Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))
+    }
+
+    /// A cursor on the first entry of data block `handle`, read around the block cache: for
+    /// passes over the whole table (verification, training), which must not evict hot blocks.
+    fn scan_block(&self, handle: BlockHandle) -> Result<BlockIter> {
+        let mut it = BlockIter::new(self.read_data_block(handle)?);
+        it.seek_to_first().map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+        Ok(it)
     }
 
     /// The first entry whose internal key is `>= lookup_ikey`, if it has the same user key.
@@ -393,10 +403,7 @@ impl Table {
             let handle = index.block_handle(i);
             let corrupt =
                 |reason: &str| Error::corruption(&self.path, handle.offset, format!("data block {i}: {reason}"));
-            let data = read_block(&*self.file, &self.path, handle)?;
-            let block = Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))?;
-            let mut it = BlockIter::new(block);
-            it.seek_to_first().map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+            let mut it = self.scan_block(handle)?;
             if !it.valid() {
                 return Err(corrupt("empty data block"));
             }

@@ -19,6 +19,8 @@
 //! a number (saturation, or keys equal in the digits); lookups treat a shared number as a run that
 //! the last-mile search walks.
 
+use crate::sstable::block::shared_prefix_len;
+
 /// Digits every coder has at least (base 256 fits 8 in a u64).
 pub const MIN_DIGITS: usize = 8;
 /// Key bytes after the prefix a coder looks at, at most.
@@ -112,11 +114,6 @@ impl Coder {
     }
 }
 
-/// Length of the longest common prefix of `a` and `b`.
-pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 /// A sub-range of a table's distinct user keys: keys `start..` up to the next sub-range's start,
 /// sharing the first `prefix_len` bytes of key `start`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +143,7 @@ pub fn split_sub_ranges<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Vec<Sub
             prev = Some(key);
             continue;
         };
-        let d = common_prefix_len(p, key);
+        let d = shared_prefix_len(p, key);
         let (lo, hi) = lcp_range.map_or((d, d), |(lo, hi)| (lo.min(d), hi.max(d)));
         if hi < lo + MIN_DIGITS {
             lcp_range = Some((lo, hi));
@@ -244,6 +241,6 @@ mod tests {
     fn uniform_keys_stay_in_one_sub_range() {
         let keys: Vec<Vec<u8>> = (0..1000u64).map(|i| format!("{:016}", i * 7919).into_bytes()).collect();
         let ranges = split_sub_ranges(keys.iter().map(Vec::as_slice));
-        assert_eq!(ranges, vec![SubRange { start: 0, prefix_len: common_prefix_len(&keys[0], &keys[999]) }]);
+        assert_eq!(ranges, vec![SubRange { start: 0, prefix_len: shared_prefix_len(&keys[0], &keys[999]) }]);
     }
 }
