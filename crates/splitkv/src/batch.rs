@@ -1,4 +1,4 @@
-//! [`WriteBatch`]: a group of puts and deletes applied atomically.
+//! [`WriteBatch`]: a group of puts, deletes and range deletes applied atomically.
 //!
 //! A batch is written to the value log as consecutive records whose last one carries the
 //! batch-end flag; recovery applies a batch only if its end record is intact, so a crash never
@@ -20,21 +20,29 @@ pub enum BatchOp {
         /// The key.
         key: Vec<u8>,
     },
+    /// Remove every key in `[start, end)`.
+    DeleteRange {
+        /// First key removed.
+        start: Vec<u8>,
+        /// First key after the range (not removed).
+        end: Vec<u8>,
+    },
 }
 
 impl BatchOp {
-    /// The key the operation touches.
+    /// The key the operation touches (a range delete's first key).
     pub fn key(&self) -> &[u8] {
         match self {
             BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
+            BatchOp::DeleteRange { start, .. } => start,
         }
     }
 
-    /// The value of a put, `None` for a delete.
+    /// The value of a put, `None` for a delete or a range delete.
     pub fn value(&self) -> Option<&[u8]> {
         match self {
             BatchOp::Put { value, .. } => Some(value),
-            BatchOp::Delete { .. } => None,
+            BatchOp::Delete { .. } | BatchOp::DeleteRange { .. } => None,
         }
     }
 }
@@ -66,6 +74,23 @@ impl WriteBatch {
         self.payload_bytes += key.len();
         self.ops.push(BatchOp::Delete { key });
         self
+    }
+
+    /// Adds a delete of every key in `[start, end)` (nothing if `start >= end`). Keys written
+    /// after it, in this batch or later, are not affected.
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        let (start, end) = (start.as_ref().to_vec(), end.as_ref().to_vec());
+        if start >= end {
+            return self;
+        }
+        self.payload_bytes += start.len() + end.len();
+        self.ops.push(BatchOp::DeleteRange { start, end });
+        self
+    }
+
+    /// True if the batch holds a range delete.
+    pub fn has_range_deletes(&self) -> bool {
+        self.ops.iter().any(|op| matches!(op, BatchOp::DeleteRange { .. }))
     }
 
     /// Removes every operation.

@@ -23,6 +23,7 @@ pub mod index;
 pub mod iter;
 pub mod memtable;
 pub mod options;
+pub mod range_del;
 pub mod snapshot;
 pub mod sstable;
 pub mod stats;

@@ -128,6 +128,13 @@ pub struct Options {
     pub max_background_compactions: usize,
     /// Compaction picking policy.
     pub compaction_policy: CompactionPolicyKind,
+    /// Partition split keys (LSM index): tables written after a split never straddle it, so a
+    /// range delete drops the tables of every partition it covers whole, without reading them.
+    /// Keys are added to the database's partition map at open (existing splits stay).
+    pub partition_split_points: Vec<Vec<u8>>,
+    /// Split a partition in two once its tables exceed this many bytes (`None`: only the
+    /// static split points).
+    pub partition_target_bytes: Option<u64>,
     /// Receives a report of every finished compaction (instrumentation); none by default.
     pub compaction_listener: Option<Arc<dyn CompactionListener>>,
     /// Value-log GC picking policy.
@@ -191,6 +198,8 @@ impl Default for Options {
             target_file_size: 8 << 20,
             max_background_compactions: 1,
             compaction_policy: CompactionPolicyKind::default(),
+            partition_split_points: Vec::new(),
+            partition_target_bytes: None,
             compaction_listener: None,
             gc_policy: GcPolicyKind::default(),
             background_gc: true,
@@ -233,6 +242,8 @@ impl fmt::Debug for Options {
             .field("target_file_size", &self.target_file_size)
             .field("max_background_compactions", &self.max_background_compactions)
             .field("compaction_policy", &self.compaction_policy)
+            .field("partition_split_points", &self.partition_split_points.len())
+            .field("partition_target_bytes", &self.partition_target_bytes)
             .field("compaction_listener", &self.compaction_listener.is_some())
             .field("gc_policy", &self.gc_policy)
             .field("background_gc", &self.background_gc)

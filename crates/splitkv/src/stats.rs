@@ -41,6 +41,8 @@ pub struct Counters {
     pub vlog_reads: AtomicU64,
     /// SSTables consulted by point lookups (for read amplification).
     pub tables_probed: AtomicU64,
+    /// SSTables dropped whole because a range delete covered them.
+    pub tables_dropped_by_range_deletes: AtomicU64,
 }
 
 impl Counters {
@@ -111,6 +113,12 @@ pub struct Stats {
     pub vlog_reads: u64,
     /// SSTables probed by point lookups.
     pub tables_probed: u64,
+    /// SSTables dropped whole by range deletes.
+    pub tables_dropped_by_range_deletes: u64,
+    /// Range deletes that still cover data (in memtables and the version).
+    pub range_deletes: u64,
+    /// Partitions of the key space (1 without split keys).
+    pub partitions: u64,
     /// Block cache hits.
     pub block_cache_hits: u64,
     /// Block cache misses.
@@ -211,6 +219,7 @@ impl Stats {
         self.gets = Counters::get(&c.gets);
         self.vlog_reads = Counters::get(&c.vlog_reads);
         self.tables_probed = Counters::get(&c.tables_probed);
+        self.tables_dropped_by_range_deletes = Counters::get(&c.tables_dropped_by_range_deletes);
     }
 
     /// Total bytes the engine wrote to files since open.
@@ -309,6 +318,14 @@ impl fmt::Display for Stats {
             f,
             "Reads: {} gets, {} vlog reads, {} tables probed; block cache {} hits / {} misses",
             self.gets, self.vlog_reads, self.tables_probed, self.block_cache_hits, self.block_cache_misses
-        )
+        )?;
+        if self.partitions > 0 {
+            write!(
+                f,
+                "\nPartitions: {}; {} range deletes live, {} tables dropped by range deletes",
+                self.partitions, self.range_deletes, self.tables_dropped_by_range_deletes
+            )?;
+        }
+        Ok(())
     }
 }

@@ -159,14 +159,17 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
         let kind = match rec.kind {
             RecordKind::Put => "put",
             RecordKind::Delete => "delete",
+            RecordKind::DeleteRange => "delete_range",
         };
         if out.json {
             let mut row = json!({
                 "offset": offset, "len": rec.pointer.len, "sequence": rec.seq.0, "kind": kind,
                 "key": out.style.show(&rec.key),
             });
-            if rec.kind == RecordKind::Put {
-                row["value"] = json!(out.style.show(&rec.value));
+            match rec.kind {
+                RecordKind::Put => row["value"] = json!(out.style.show(&rec.value)),
+                RecordKind::DeleteRange => row["end"] = json!(out.style.show(&rec.value)),
+                RecordKind::Delete => {}
             }
             if let Some(p) = rec.prev {
                 row["prev"] = json!({ "segment": p.segment.0, "offset": p.offset, "len": p.len });
@@ -178,6 +181,7 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
             let value = match rec.kind {
                 RecordKind::Put => format!(" {} bytes: {}", rec.value.len(), out.style.preview(&rec.value)),
                 RecordKind::Delete => String::new(),
+                RecordKind::DeleteRange => format!(" to {}", out.style.preview(&rec.value)),
             };
             outln!(
                 "offset {offset} len {} @{} {kind} {}{prev}{value}",

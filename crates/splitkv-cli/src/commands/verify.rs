@@ -409,6 +409,7 @@ impl SlotChecker<'_> {
         let kind = |kind: RecordKind| match kind {
             RecordKind::Put => "put",
             RecordKind::Delete => "delete",
+            RecordKind::DeleteRange => "delete_range",
         };
         let expected = match slot.state {
             SlotState::Tombstone => RecordKind::Delete,

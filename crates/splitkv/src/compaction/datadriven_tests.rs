@@ -555,6 +555,8 @@ fn file_meta(number: u64, lo: &[u8], hi: &[u8], size: u64) -> FileMetaData {
         largest: InternalKey::new(hi, SequenceNumber(number), ValueKind::Inline),
         num_entries: 1,
         log_refs: Vec::new(),
+        smallest_seq: SequenceNumber(number),
+        largest_seq: SequenceNumber(number),
     }
 }
 

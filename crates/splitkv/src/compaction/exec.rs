@@ -6,6 +6,11 @@
 //! snapshot sees it and no deeper level can hold the key. Every dropped [`ValuePointer`] is charged to
 //! its value-log segment as garbage, which is what value-log GC later reclaims.
 //!
+//! Range deletes of the version the compaction started from count as newer versions: a version
+//! below a durable range delete, with no snapshot between them, is dropped. Only durable
+//! deletes count: one still in a memtable could be lost in a crash after the outputs are
+//! published. Outputs are cut at partition split keys.
+//!
 //! Outputs are synced one by one; the caller syncs the directory and publishes them in one
 //! MANIFEST edit, so a crash mid-compaction leaves only unreferenced files behind.
 
@@ -19,10 +24,11 @@ use crate::filenames::table_file;
 use crate::fs::FileSystem;
 use crate::iter::merge::MergingIterator;
 use crate::iter::{entry_pointer, InternalIterator};
+use crate::range_del::Fragments;
 use crate::sstable::{IndexLearning, TableBuilder, TableCache, TableOptions};
 use crate::types::{
     compare_internal_keys, parse_internal_key, FileNumber, InternalKey, SegmentId, SequenceNumber, ValueKind,
-    ValuePointer,
+    ValuePointer, MAX_SEQUENCE,
 };
 use crate::version::FileMetaData;
 
@@ -40,6 +46,8 @@ pub struct TableSink<'a> {
     outputs: Vec<FileMetaData>,
     bytes_written: u64,
     learning: Option<&'a IndexLearning>,
+    /// Partition split keys, ascending: no output straddles one.
+    partition_splits: &'a [Vec<u8>],
 }
 
 struct OpenOutput {
@@ -49,6 +57,11 @@ struct OpenOutput {
     largest: Vec<u8>,
     /// Record bytes per value-log segment the table points to.
     log_refs: BTreeMap<SegmentId, u64>,
+    /// Sequence-number range of the entries.
+    smallest_seq: SequenceNumber,
+    largest_seq: SequenceNumber,
+    /// The first partition split after the output's first key: the output ends before it.
+    ends_before: Option<Vec<u8>>,
 }
 
 impl<'a> TableSink<'a> {
@@ -70,7 +83,14 @@ impl<'a> TableSink<'a> {
             outputs: Vec::new(),
             bytes_written: 0,
             learning: None,
+            partition_splits: &[],
         }
+    }
+
+    /// Cuts outputs at these partition split keys (ascending), so that no table straddles one.
+    pub fn with_partitions(mut self, splits: &'a [Vec<u8>]) -> Self {
+        self.partition_splits = splits;
+        self
     }
 
     /// Counts each finished table's index outcome in `learning`.
@@ -82,19 +102,33 @@ impl<'a> TableSink<'a> {
     /// Appends an entry; keys must arrive in internal-key order. `pointer` is the entry's value
     /// decoded when it is a value-log pointer, counted in the table's log references.
     pub fn add(&mut self, ikey: &[u8], value: &[u8], pointer: Option<ValuePointer>) -> Result<()> {
+        let parsed = parse_internal_key(ikey).ok_or_else(|| {
+            crate::Error::InvalidArgument("a table output was handed a malformed internal key".into())
+        })?;
+        let crosses_split =
+            self.current.as_ref().and_then(|o| o.ends_before.as_deref()).is_some_and(|split| parsed.user_key >= split);
+        if crosses_split {
+            self.finish_current()?;
+        }
         if self.current.is_none() {
             let number = (self.new_file_number)();
             let file = self.fs.create(&table_file(self.dir, number))?;
+            let next_split = self.partition_splits.partition_point(|s| s.as_slice() <= parsed.user_key);
             self.current = Some(OpenOutput {
                 number,
                 builder: TableBuilder::new(file, self.options),
                 smallest: ikey.to_vec(),
                 largest: Vec::new(),
                 log_refs: BTreeMap::new(),
+                smallest_seq: parsed.sequence,
+                largest_seq: parsed.sequence,
+                ends_before: self.partition_splits.get(next_split).cloned(),
             });
         }
         let out = self.current.as_mut().expect("output opened above");
         out.builder.add(ikey, value)?;
+        out.smallest_seq = out.smallest_seq.min(parsed.sequence);
+        out.largest_seq = out.largest_seq.max(parsed.sequence);
         if let Some(ptr) = pointer {
             *out.log_refs.entry(ptr.segment).or_default() += u64::from(ptr.len);
         }
@@ -125,6 +159,8 @@ impl<'a> TableSink<'a> {
                 largest: InternalKey(out.largest),
                 num_entries,
                 log_refs: out.log_refs.into_iter().collect(),
+                smallest_seq: out.smallest_seq,
+                largest_seq: out.largest_seq,
             });
         }
         Ok(())
@@ -155,6 +191,10 @@ pub struct CompactionContext<'a> {
     pub new_file_number: &'a mut dyn FnMut() -> FileNumber,
     /// Called every few entries so that a memtable flush can pre-empt a long compaction.
     pub preempt: &'a mut dyn FnMut() -> Result<()>,
+    /// The durable range deletes.
+    pub range_fragments: Arc<Fragments>,
+    /// Partition split keys, ascending.
+    pub partition_splits: &'a [Vec<u8>],
 }
 
 /// What a compaction produced.
@@ -198,7 +238,8 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
 
     let mut sink =
         TableSink::new(ctx.fs, ctx.dir, ctx.table_options, compaction.max_output_file_size, ctx.new_file_number)
-            .with_learning(ctx.learning);
+            .with_learning(ctx.learning)
+            .with_partitions(ctx.partition_splits);
     let mut garbage = Vec::new();
     let mut dropped_entries = 0;
     let mut current_user_key: Option<Vec<u8>> = None;
@@ -245,14 +286,23 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
             }
         }
         let this_stripe = stripe(parsed.sequence);
-        let drop = if newer_stripe == Some(this_stripe) {
-            // Every reader that could see this version sees the newer one instead.
-            true
-        } else {
-            parsed.kind == ValueKind::Deletion && this_stripe == 0 && compaction.is_base_level_for_key(parsed.user_key)
-        };
+        // A range delete with no snapshot between it and this version hides it from everyone.
+        let range_deleted = ctx
+            .range_fragments
+            .first_covering_above(parsed.user_key, parsed.sequence)
+            .is_some_and(|t| stripe(t) == this_stripe);
+        // Every reader that could see this version sees the newer one instead.
+        let shadowed = newer_stripe == Some(this_stripe);
+        let drop = shadowed
+            || range_deleted
+            || (parsed.kind == ValueKind::Deletion && this_stripe == 0 && compaction.is_base_level_for_key(parsed.user_key));
         newer_stripe = Some(this_stripe);
-        let shadowed_by = std::mem::replace(&mut newer_sequence, parsed.sequence);
+        let mut shadowed_by = std::mem::replace(&mut newer_sequence, parsed.sequence);
+        if range_deleted && !shadowed {
+            // Garbage surveys walk point versions only and count a range-deleted record as live,
+            // so its drop is charged whatever survey its segment had.
+            shadowed_by = SequenceNumber(MAX_SEQUENCE);
+        }
 
         let pointer = entry_pointer(&input, parsed.kind)?;
         if drop {

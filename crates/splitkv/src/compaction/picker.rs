@@ -121,7 +121,9 @@ pub fn candidates(
     // The last level has nowhere to go.
     blocked.push(true);
     let snapshot = LevelsSnapshot {
-        files: levels.clone().map(|l| version.files(l).len()).collect(),
+        // L0 counts the files one key may have to search: with partitions, a flush writes one
+        // level-0 table per partition it touches, and those do not add up.
+        files: levels.clone().map(|l| if l == 0 { version.l0_depth() } else { version.files(l).len() }).collect(),
         bytes: levels.clone().map(|l| version.level_bytes(l)).collect(),
         l0_trigger: settings.l0_trigger,
         l0_slowdown: settings.l0_slowdown,

@@ -42,7 +42,7 @@ mod write;
 pub use iterator::{DbIterator, RangeIter};
 pub use multi_get::{MultiGet, MultiGetResult};
 
-use crate::batch::WriteBatch;
+use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::filenames::parse_file_name;
 use crate::fs::FileLock;
@@ -163,13 +163,84 @@ impl Db {
         self.write(opts, batch)
     }
 
+    /// Removes every key in `[start, end)` (nothing if `start >= end`).
+    ///
+    /// With the LSM index this writes one range tombstone, whatever the number of keys; tables
+    /// wholly inside the range (a partition, see `Options::partition_split_points`) are then
+    /// dropped without being read once no snapshot older than the delete remains. The hash index
+    /// keeps no order, so there it deletes each key it finds in the range, in one batch.
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(start, end);
+        self.write(&WriteOptions::default(), batch)
+    }
+
     /// Applies `batch` atomically.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         if batch.is_empty() && !opts.sync {
             return Ok(());
         }
+        if !batch.has_range_deletes() {
+            self.inner.wait_for_log_space()?;
+            return self.inner.submit(PendingWrite::new(batch, opts.sync)).map(|_| ());
+        }
+        if !self.inner.index.supports_range_deletes() {
+            let batch = self.range_deletes_as_point_deletes(batch)?;
+            self.inner.wait_for_log_space()?;
+            return self.inner.submit(PendingWrite::new(batch, opts.sync)).map(|_| ());
+        }
+        let ranges: Vec<(usize, Vec<u8>, Vec<u8>)> = (batch.ops().iter().enumerate())
+            .filter_map(|(i, op)| match op {
+                BatchOp::DeleteRange { start, end } => Some((i, start.clone(), end.clone())),
+                _ => None,
+            })
+            .collect();
         self.inner.wait_for_log_space()?;
-        self.inner.submit(PendingWrite::new(batch, opts.sync))
+        let first_seq = self.inner.submit(PendingWrite::new(batch, opts.sync))?;
+        for (i, start, end) in ranges {
+            self.inner.index.reclaim_range(&start, &end, SequenceNumber(first_seq.0 + i as u64))?;
+        }
+        Ok(())
+    }
+
+    /// `batch` with each range delete replaced by deletes of the keys in its range: those the
+    /// database holds now and those the batch puts before it.
+    fn range_deletes_as_point_deletes(&self, batch: WriteBatch) -> Result<WriteBatch> {
+        let mut out = WriteBatch::new();
+        for (i, op) in batch.ops().iter().enumerate() {
+            match op {
+                BatchOp::Put { key, value } => {
+                    out.put(key, value);
+                }
+                BatchOp::Delete { key } => {
+                    out.delete(key);
+                }
+                BatchOp::DeleteRange { start, end } => {
+                    let mut keys = std::collections::BTreeSet::new();
+                    let mut cursor = self.iter(ReadOptions {
+                        lower_bound: Some(start.clone()),
+                        upper_bound: Some(end.clone()),
+                        ..ReadOptions::default()
+                    })?;
+                    cursor.seek_to_first()?;
+                    while cursor.valid() {
+                        keys.insert(cursor.key().to_vec());
+                        cursor.next()?;
+                    }
+                    for earlier in &batch.ops()[..i] {
+                        if let BatchOp::Put { key, .. } = earlier {
+                            if start <= key && key < end {
+                                keys.insert(key.clone());
+                            }
+                        }
+                    }
+                    for key in keys {
+                        out.delete(key);
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The value of `key`, or `None`.

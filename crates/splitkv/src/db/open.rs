@@ -34,7 +34,7 @@ use crate::vlog::gc::{
     punch_ranges, CostBenefitPolicy, GarbageCollector, GcPolicy, GcSettings, GreedyPolicy, OldestPolicy,
 };
 use crate::vlog::prefetch::PrefetchPool;
-use crate::vlog::{ReplayedRecord, ValueLog, VlogOptions};
+use crate::vlog::{RecordKind, ReplayedRecord, ValueLog, VlogOptions};
 
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database at `path`.
@@ -91,6 +91,15 @@ impl Db {
         let threshold = options.value_threshold;
         let mut replayed_any = false;
         vlog.replay(log_head, &mut |batch: &[ReplayedRecord]| {
+            if let Some(r) = batch.iter().find(|r| r.kind == RecordKind::DeleteRange) {
+                if !index.supports_range_deletes() {
+                    return Err(Error::corruption(
+                        segment_file(&dir, r.pointer.segment),
+                        r.pointer.offset,
+                        "a range-delete record in the log of an index that never writes one",
+                    ));
+                }
+            }
             let records: Vec<IndexRecord<'_>> = batch
                 .iter()
                 .map(|r| IndexRecord::from_log(&r.key, r.seq, r.kind, &r.value, r.pointer, threshold))

@@ -7,7 +7,7 @@
 //! This is LevelDB's group commit. GC relocations go through the same path, each batch alone,
 //! and skip any put whose key no longer maps to the pointer it replaces.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
@@ -34,6 +34,8 @@ pub(super) struct PendingWrite {
     /// For GC relocations: the pointer each put replaces; a put is skipped if its key no
     /// longer maps to that pointer when the leader writes it.
     relocate_from: Option<Vec<ValuePointer>>,
+    /// Sequence number of the batch's first operation, set by the leader that writes it.
+    first_seq: AtomicU64,
     /// Set once the write is done (by the leader that wrote it).
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
@@ -56,7 +58,15 @@ impl PendingWrite {
     }
 
     fn with(batch: WriteBatch, sync: bool, force_flush: bool, relocate_from: Option<Vec<ValuePointer>>) -> Self {
-        PendingWrite { batch, sync, force_flush, relocate_from, result: Mutex::new(None), cv: Condvar::new() }
+        PendingWrite {
+            batch,
+            sync,
+            force_flush,
+            relocate_from,
+            first_seq: AtomicU64::new(0),
+            result: Mutex::new(None),
+            cv: Condvar::new(),
+        }
     }
 }
 
@@ -70,14 +80,15 @@ fn share_error(e: &Error) -> Error {
 }
 
 impl DbInner {
-    /// Queues a write and either waits for a leader to do it or leads a group itself.
-    pub(super) fn submit(&self, write: PendingWrite) -> Result<()> {
+    /// Queues a write and either waits for a leader to do it or leads a group itself. Returns
+    /// the sequence number of the batch's first operation (the others follow it in order).
+    pub(super) fn submit(&self, write: PendingWrite) -> Result<SequenceNumber> {
         let me = Arc::new(write);
         let mut queue = self.writers.lock();
         queue.push_back(Arc::clone(&me));
         loop {
             if let Some(result) = me.result.lock().take() {
-                return result;
+                return result.map(|()| SequenceNumber(me.first_seq.load(Ordering::Acquire)));
             }
             if queue.front().is_some_and(|front| Arc::ptr_eq(front, &me)) {
                 break;
@@ -122,7 +133,7 @@ impl DbInner {
         if let Some(next) = queue.front() {
             next.cv.notify_one();
         }
-        result
+        result.map(|()| SequenceNumber(me.first_seq.load(Ordering::Acquire)))
     }
 
     /// Appends a group to the value log, syncs if asked, applies it to the index and publishes it.
@@ -142,6 +153,7 @@ impl DbInner {
                     continue;
                 }
                 records.clear();
+                w.first_seq.store(seq + 1, Ordering::Release);
                 for (i, op) in w.batch.ops().iter().enumerate() {
                     if let Some(old) = &w.relocate_from {
                         // Relocation must never overwrite a newer user write.
@@ -153,6 +165,7 @@ impl DbInner {
                     let (kind, value) = match op {
                         BatchOp::Put { value, .. } => (RecordKind::Put, value.as_slice()),
                         BatchOp::Delete { .. } => (RecordKind::Delete, &[][..]),
+                        BatchOp::DeleteRange { end, .. } => (RecordKind::DeleteRange, end.as_slice()),
                     };
                     // The LSM index keeps versions in its tables and names no predecessor (the
                     // record is encoded as in format 1); the hash index chains them through the

@@ -39,6 +39,11 @@ pub enum IndexEntry<'a> {
     Inline(&'a [u8]),
     /// The address of a value separated into the log.
     Pointer(ValuePointer),
+    /// Every key in `[user_key, end)` was deleted (a range delete).
+    RangeDeletion {
+        /// First key after the range.
+        end: &'a [u8],
+    },
 }
 
 /// One committed write, as the index receives it.
@@ -68,6 +73,7 @@ impl<'a> IndexRecord<'a> {
     ) -> Self {
         let entry = match kind {
             RecordKind::Delete => IndexEntry::Deletion,
+            RecordKind::DeleteRange => IndexEntry::RangeDeletion { end: value },
             RecordKind::Put if value.len() >= value_threshold => IndexEntry::Pointer(log_pointer),
             RecordKind::Put => IndexEntry::Inline(value),
         };
@@ -152,6 +158,17 @@ pub trait Index: Send + Sync {
     fn iter(&self, seq: SequenceNumber, fill_cache: bool) -> Result<Box<dyn InternalIterator>>;
     /// Compacts the key range `[begin, end]` down through every level.
     fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()>;
+    /// True if [`Index::apply`] takes range deletions. The database turns a range delete into
+    /// point deletes of the keys it finds for an index that does not.
+    fn supports_range_deletes(&self) -> bool {
+        false
+    }
+    /// Called after a range delete at `seq` is applied and durable in the log: the index may
+    /// free what the delete made invisible to every reader at once (whole tables inside the
+    /// range), or later, once no snapshot older than the delete remains.
+    fn reclaim_range(&self, _start: &[u8], _end: &[u8], _seq: SequenceNumber) -> Result<()> {
+        Ok(())
+    }
     /// Adds index-specific figures to a report.
     fn fill_stats(&self, stats: &mut Stats);
     /// An index-specific property (`splitkv.…`).

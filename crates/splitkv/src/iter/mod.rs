@@ -7,6 +7,7 @@
 //! iterator can say where its current entry is stored ([`EntryOrigin`]), so that code above it
 //! that finds an entry malformed can report the file and offset.
 
+pub mod covered;
 pub mod db_iter;
 pub mod level;
 pub mod merge;

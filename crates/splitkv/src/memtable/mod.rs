@@ -5,18 +5,23 @@
 //! Insertion is concurrent-safe (`crossbeam-skiplist`), but the write path inserts from one thread
 //! at a time (the group-commit leader), so entries become visible in sequence order; readers
 //! filter by sequence number anyway. A frozen (immutable) memtable is only read, then flushed.
+//!
+//! Range deletes sit beside the skiplist as a short list of [`RangeTombstone`]s with their
+//! [`Fragments`] (rebuilt on each new one: range deletes are rare next to point writes). A
+//! memtable holding only range deletes is not empty: its flush must still record them.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
 use crate::iter::{EntryOrigin, InternalIterator};
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::types::{
     compare_internal_keys, pack_trailer, parse_internal_key, LogPosition, SegmentId, SequenceNumber, ValueKind,
     TRAILER_LEN,
@@ -66,8 +71,9 @@ impl PartialOrd for MemKey {
 /// What a memtable knows about a key at a sequence number.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lookup {
-    /// The newest visible version is a value (inline bytes or an encoded pointer).
-    Found(ValueKind, Bytes),
+    /// The newest visible version is a value (inline bytes or an encoded pointer), written at
+    /// the sequence number given.
+    Found(ValueKind, Bytes, SequenceNumber),
     /// The newest visible version is a deletion.
     Deleted,
     /// The memtable has no visible version; look further down.
@@ -86,6 +92,10 @@ pub struct Memtable {
     /// Value-log bytes of this memtable's records that nothing will point to once it is
     /// flushed (inline values and deletions: the log only served as their write-ahead log).
     log_garbage: Mutex<BTreeMap<SegmentId, u64>>,
+    /// Range deletes applied here, with their fragments.
+    range_dels: RwLock<(Vec<RangeTombstone>, Arc<Fragments>)>,
+    /// True once a range delete was applied: point reads skip the lock above until then.
+    has_range_dels: AtomicBool,
 }
 
 impl Memtable {
@@ -97,7 +107,39 @@ impl Memtable {
             log_start,
             max_sequence: AtomicU64::new(0),
             log_garbage: Mutex::new(BTreeMap::new()),
+            range_dels: RwLock::new((Vec::new(), Arc::new(Fragments::default()))),
+            has_range_dels: AtomicBool::new(false),
         }
+    }
+
+    /// Applies a delete of `[start, end)` at `seq` (an empty range deletes nothing).
+    pub fn delete_range(&self, start: &[u8], end: &[u8], seq: SequenceNumber) {
+        if start >= end {
+            return;
+        }
+        let tombstone = RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq };
+        self.approximate_bytes.fetch_add(start.len() + end.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        self.max_sequence.fetch_max(seq.0, Ordering::Relaxed);
+        let mut dels = self.range_dels.write();
+        dels.0.push(tombstone);
+        dels.1 = Arc::new(Fragments::new(&dels.0));
+        self.has_range_dels.store(true, Ordering::Release);
+    }
+
+    /// The range deletes applied here, in the order applied.
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        self.range_dels.read().0.clone()
+    }
+
+    /// The fragments of the range deletes applied here, `None` if there are none.
+    pub fn range_fragments(&self) -> Option<Arc<Fragments>> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(Arc::clone(&self.range_dels.read().1))
     }
 
     /// Inserts one version.
@@ -117,7 +159,7 @@ impl Memtable {
         match parse_internal_key(entry.key().as_bytes()) {
             Some(p) if p.user_key == user_key => match p.kind {
                 ValueKind::Deletion => Lookup::Deleted,
-                kind => Lookup::Found(kind, entry.value().clone()),
+                kind => Lookup::Found(kind, entry.value().clone(), p.sequence),
             },
             _ => Lookup::Absent,
         }
@@ -143,9 +185,9 @@ impl Memtable {
         self.map.len()
     }
 
-    /// True if nothing was inserted.
+    /// True if nothing was inserted (no version and no range delete).
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && !self.has_range_dels.load(Ordering::Acquire)
     }
 
     /// Value-log position of the first record of this memtable.
@@ -252,14 +294,26 @@ mod tests {
     #[test]
     fn get_sees_newest_visible_version() {
         let m = table();
-        assert_eq!(m.get(b"a", SequenceNumber(2)), Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a1")));
-        assert_eq!(m.get(b"a", SequenceNumber(9)), Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a3")));
+        assert_eq!(m.get(b"a", SequenceNumber(2)), Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a1"), SequenceNumber(1)));
+        assert_eq!(m.get(b"a", SequenceNumber(9)), Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a3"), SequenceNumber(3)));
         assert_eq!(m.get(b"a", SequenceNumber(0)), Lookup::Absent);
-        assert_eq!(m.get(b"b", SequenceNumber(3)), Lookup::Found(ValueKind::Pointer, Bytes::from_static(b"ptr")));
+        assert_eq!(m.get(b"b", SequenceNumber(3)), Lookup::Found(ValueKind::Pointer, Bytes::from_static(b"ptr"), SequenceNumber(2)));
         assert_eq!(m.get(b"b", SequenceNumber(4)), Lookup::Deleted);
         assert_eq!(m.get(b"c", SequenceNumber(9)), Lookup::Absent);
         assert_eq!(m.max_sequence(), SequenceNumber(4));
         assert_eq!(m.len(), 4);
+    }
+
+    #[test]
+    fn range_deletes_are_kept_beside_the_entries() {
+        let m = Memtable::new(LogPosition::default());
+        assert!(m.range_fragments().is_none());
+        m.delete_range(b"b", b"d", SequenceNumber(7));
+        assert!(!m.is_empty(), "a memtable with only a range delete must still be flushed");
+        assert_eq!(m.max_sequence(), SequenceNumber(7));
+        let f = m.range_fragments().unwrap();
+        assert_eq!(f.covering(b"c", SequenceNumber(9)), SequenceNumber(7));
+        assert_eq!(m.range_tombstones().len(), 1);
     }
 
     #[test]

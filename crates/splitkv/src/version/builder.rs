@@ -11,11 +11,15 @@
 //! largest, and overlapping files in a level >= 1. A file present in two different levels is not
 //! detected (that would need a scan of every level per edit).
 //!
+//! Range deletes and partition split keys are sets: an edit adds or removes members, and
+//! removing one that is absent is an error like deleting an absent file.
+//!
 //! Thread-safety: single-owner scratch state.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::types::FileNumber;
 
 use super::{FileMetaData, Version, VersionEdit};
@@ -24,6 +28,9 @@ use super::{FileMetaData, Version, VersionEdit};
 pub struct VersionBuilder<'a> {
     base: &'a Version,
     levels: Vec<LevelChanges>,
+    // Copied from the base the first time an edit changes them.
+    tombstones: Option<BTreeSet<RangeTombstone>>,
+    partitions: Option<BTreeSet<Vec<u8>>>,
 }
 
 #[derive(Default)]
@@ -48,7 +55,7 @@ impl<'a> VersionBuilder<'a> {
     /// A builder with no changes over `base`.
     pub fn new(base: &'a Version) -> Self {
         let levels = (0..base.num_levels()).map(|_| LevelChanges::default()).collect();
-        VersionBuilder { base, levels }
+        VersionBuilder { base, levels, tombstones: None, partitions: None }
     }
 
     /// Records the file changes of `edit`.
@@ -77,6 +84,29 @@ impl<'a> VersionBuilder<'a> {
             }
             changes.added.insert(meta.number, Arc::new(meta.clone()));
         }
+        if !edit.range_tombstones_added.is_empty() || !edit.range_tombstones_removed.is_empty() {
+            let set = self.tombstones.get_or_insert_with(|| self.base.range_tombstones.iter().cloned().collect());
+            for t in &edit.range_tombstones_removed {
+                if !set.remove(t) {
+                    return Err(format!("removes range delete {t:?}, which the version does not hold"));
+                }
+            }
+            for t in &edit.range_tombstones_added {
+                if t.start >= t.end {
+                    return Err(format!("adds empty range delete {t:?}"));
+                }
+                set.insert(t.clone());
+            }
+        }
+        if !edit.partition_splits_added.is_empty() || !edit.partition_splits_removed.is_empty() {
+            let set = self.partitions.get_or_insert_with(|| self.base.partitions.iter().cloned().collect());
+            for key in &edit.partition_splits_removed {
+                if !set.remove(key) {
+                    return Err(format!("removes partition split {key:?}, which the version does not hold"));
+                }
+            }
+            set.extend(edit.partition_splits_added.iter().cloned());
+        }
         Ok(())
     }
 
@@ -104,8 +134,43 @@ impl<'a> VersionBuilder<'a> {
             }
             levels.push(Arc::from(files));
         }
-        Ok(Version::from_levels(levels))
+        let (range_tombstones, fragments) = match self.tombstones {
+            None => (Arc::clone(&self.base.range_tombstones), Arc::clone(&self.base.fragments)),
+            Some(set) => {
+                let list: Arc<[RangeTombstone]> = set.into_iter().collect();
+                let fragments = Arc::new(Fragments::new(list.iter()));
+                (list, fragments)
+            }
+        };
+        let partitions = match self.partitions {
+            None => Arc::clone(&self.base.partitions),
+            Some(set) => set.into_iter().collect(),
+        };
+        let l0_depth = levels.first().map_or(0, |files| l0_depth(files));
+        Ok(Version { levels, range_tombstones, fragments, partitions, l0_depth })
     }
+}
+
+/// Most level-0 files whose user-key ranges share one key (a sweep over their bounds).
+fn l0_depth(files: &[Arc<FileMetaData>]) -> usize {
+    let mut bounds: Vec<(&[u8], bool)> = Vec::with_capacity(files.len() * 2);
+    for f in files {
+        let (lo, hi) = f.user_range();
+        bounds.push((lo, false));
+        bounds.push((hi, true));
+    }
+    // At equal keys a file's start sorts before another's end: closed ranges that touch overlap.
+    bounds.sort();
+    let (mut open, mut deepest) = (0usize, 0usize);
+    for (_, is_end) in bounds {
+        if is_end {
+            open -= 1;
+        } else {
+            open += 1;
+            deepest = deepest.max(open);
+        }
+    }
+    deepest
 }
 
 fn level_error(level: usize, num_levels: usize) -> String {

@@ -16,7 +16,10 @@
 use std::fmt;
 
 use crate::coding::{get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32, put_varint64};
-use crate::types::{parse_internal_key, FileNumber, InternalKey, LogPosition, SegmentId, SequenceNumber};
+use crate::range_del::RangeTombstone;
+use crate::types::{
+    parse_internal_key, FileNumber, InternalKey, LogPosition, SegmentId, SequenceNumber, MAX_SEQUENCE,
+};
 
 use super::FileMetaData;
 
@@ -33,6 +36,11 @@ const TAG_SEGMENT_GARBAGE: u32 = 9;
 const TAG_SKIPPED_RANGE: u32 = 10;
 const TAG_GARBAGE_SURVEY: u32 = 11;
 const TAG_NEW_FILE_WITH_LOG_REFS: u32 = 12;
+const TAG_NEW_FILE_WITH_SEQUENCES: u32 = 13;
+const TAG_RANGE_TOMBSTONE_ADDED: u32 = 14;
+const TAG_RANGE_TOMBSTONE_REMOVED: u32 = 15;
+const TAG_PARTITION_SPLIT_ADDED: u32 = 16;
+const TAG_PARTITION_SPLIT_REMOVED: u32 = 17;
 
 /// One atomic change to the version state. Fields left `None` or empty change nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -60,6 +68,14 @@ pub struct VersionEdit {
     pub skipped_ranges: Vec<(SegmentId, u64, u64)>,
     /// Garbage counts SET by a survey of the index (replacing what was counted before).
     pub garbage_surveys: Vec<GarbageSurvey>,
+    /// Range deletes made durable (by the flush of the memtable that held them).
+    pub range_tombstones_added: Vec<RangeTombstone>,
+    /// Range deletes that no longer cover any table entry.
+    pub range_tombstones_removed: Vec<RangeTombstone>,
+    /// Partition split keys added.
+    pub partition_splits_added: Vec<Vec<u8>>,
+    /// Partition split keys removed (two partitions merged).
+    pub partition_splits_removed: Vec<Vec<u8>>,
 }
 
 /// The exact garbage of one segment as a survey of the whole index found it.
@@ -161,8 +177,9 @@ impl VersionEdit {
             put_varint64(dst, number.0);
         }
         for (level, meta) in &self.new_files {
-            // Tag 6 (no references) is only read: every table written now lists its references.
-            put_varint32(dst, TAG_NEW_FILE_WITH_LOG_REFS);
+            // Tags 6 and 12 are only read: every table written now lists its references and
+            // its sequence-number range.
+            put_varint32(dst, TAG_NEW_FILE_WITH_SEQUENCES);
             put_varint64(dst, *level as u64);
             put_varint64(dst, meta.number.0);
             put_varint64(dst, meta.file_size);
@@ -174,6 +191,8 @@ impl VersionEdit {
                 put_varint64(dst, segment.0);
                 put_varint64(dst, *bytes);
             }
+            put_varint64(dst, meta.smallest_seq.0);
+            put_varint64(dst, meta.largest_seq.0);
         }
         for id in &self.added_segments {
             put_varint32(dst, TAG_ADDED_SEGMENT);
@@ -199,6 +218,26 @@ impl VersionEdit {
             put_varint64(dst, survey.segment.0);
             put_varint64(dst, survey.garbage_bytes);
             put_varint64(dst, survey.horizon.0);
+        }
+        for (tag, list) in [
+            (TAG_RANGE_TOMBSTONE_ADDED, &self.range_tombstones_added),
+            (TAG_RANGE_TOMBSTONE_REMOVED, &self.range_tombstones_removed),
+        ] {
+            for t in list {
+                put_varint32(dst, tag);
+                put_length_prefixed(dst, &t.start);
+                put_length_prefixed(dst, &t.end);
+                put_varint64(dst, t.seq.0);
+            }
+        }
+        for (tag, list) in [
+            (TAG_PARTITION_SPLIT_ADDED, &self.partition_splits_added),
+            (TAG_PARTITION_SPLIT_REMOVED, &self.partition_splits_removed),
+        ] {
+            for key in list {
+                put_varint32(dst, tag);
+                put_length_prefixed(dst, key);
+            }
         }
     }
 
@@ -240,7 +279,7 @@ impl VersionEdit {
                     let number = FileNumber(cur.varint64("deleted file number")?);
                     edit.deleted_files.push((level, number));
                 }
-                TAG_NEW_FILE | TAG_NEW_FILE_WITH_LOG_REFS => {
+                TAG_NEW_FILE | TAG_NEW_FILE_WITH_LOG_REFS | TAG_NEW_FILE_WITH_SEQUENCES => {
                     let level = cur.level()?;
                     let mut meta = FileMetaData {
                         number: FileNumber(cur.varint64("new file number")?),
@@ -249,9 +288,18 @@ impl VersionEdit {
                         largest: cur.internal_key("new file largest key")?,
                         num_entries: cur.varint64("new file entry count")?,
                         log_refs: Vec::new(),
+                        smallest_seq: SequenceNumber(0),
+                        largest_seq: SequenceNumber(MAX_SEQUENCE),
                     };
-                    if tag == TAG_NEW_FILE_WITH_LOG_REFS {
+                    if tag != TAG_NEW_FILE {
                         meta.log_refs = cur.log_refs()?;
+                    }
+                    if tag == TAG_NEW_FILE_WITH_SEQUENCES {
+                        meta.smallest_seq = SequenceNumber(cur.varint64("new file smallest sequence")?);
+                        meta.largest_seq = SequenceNumber(cur.varint64("new file largest sequence")?);
+                        if meta.smallest_seq > meta.largest_seq {
+                            return Err(cur.error_at(tag_offset, "table sequence range is reversed".to_string()));
+                        }
                     }
                     edit.new_files.push((level, meta));
                 }
@@ -277,6 +325,21 @@ impl VersionEdit {
                     let horizon = SequenceNumber(cur.varint64("survey horizon")?);
                     edit.garbage_surveys.push(GarbageSurvey { segment, garbage_bytes, horizon });
                 }
+                TAG_RANGE_TOMBSTONE_ADDED | TAG_RANGE_TOMBSTONE_REMOVED => {
+                    let start = cur.bytes("range delete start")?;
+                    let end = cur.bytes("range delete end")?;
+                    let seq = SequenceNumber(cur.varint64("range delete sequence")?);
+                    if start >= end {
+                        return Err(cur.error_at(tag_offset, "empty range delete".to_string()));
+                    }
+                    let t = RangeTombstone { start, end, seq };
+                    match tag {
+                        TAG_RANGE_TOMBSTONE_ADDED => edit.range_tombstones_added.push(t),
+                        _ => edit.range_tombstones_removed.push(t),
+                    }
+                }
+                TAG_PARTITION_SPLIT_ADDED => edit.partition_splits_added.push(cur.bytes("partition split")?),
+                TAG_PARTITION_SPLIT_REMOVED => edit.partition_splits_removed.push(cur.bytes("partition split")?),
                 unknown => return Err(cur.error_at(tag_offset, format!("unknown tag {unknown}"))),
             }
         }
@@ -345,6 +408,10 @@ impl Cursor<'_> {
         Ok(refs)
     }
 
+    fn bytes(&mut self, what: &str) -> Result<Vec<u8>, EditDecodeError> {
+        get_length_prefixed(&mut self.pos).map(<[u8]>::to_vec).ok_or_else(|| self.truncated(what))
+    }
+
     fn internal_key(&mut self, what: &str) -> Result<InternalKey, EditDecodeError> {
         let offset = self.offset();
         let bytes = get_length_prefixed(&mut self.pos).ok_or_else(|| self.truncated(what))?;
@@ -382,8 +449,22 @@ mod tests {
                 largest: InternalKey::new(b"z\xff", SequenceNumber(99), ValueKind::Deletion),
                 num_entries: 1000,
                 log_refs: vec![(SegmentId(3), 1000), (SegmentId(9), 24)],
+                smallest_seq: SequenceNumber(4),
+                largest_seq: SequenceNumber(99),
             },
         );
+        edit.range_tombstones_added.push(RangeTombstone {
+            start: b"k".to_vec(),
+            end: b"m".to_vec(),
+            seq: SequenceNumber(120),
+        });
+        edit.range_tombstones_removed.push(RangeTombstone {
+            start: b"a".to_vec(),
+            end: b"b".to_vec(),
+            seq: SequenceNumber(3),
+        });
+        edit.partition_splits_added.push(b"p".to_vec());
+        edit.partition_splits_removed.push(b"q".to_vec());
         edit.add_segment(SegmentId(10));
         edit.remove_segment(SegmentId(2));
         edit.add_garbage(SegmentId(3), 4096);

@@ -11,6 +11,11 @@
 //!   index; the value log's metadata and the index's tables are recorded through it.
 //! - `manifest`: the MANIFEST record format and the `CURRENT` pointer file.
 //!
+//! A `Version` also carries the database's durable range deletes (recorded when the memtable
+//! holding them is flushed; see [`crate::range_del`]) and its partition map: split keys that no
+//! table written since the split straddles, so that the tables of a deleted key range can be
+//! dropped whole (TridentKV's partitions, as output boundaries of one shared tree).
+//!
 //! Invariants of a `Version`: level 0 is ordered by file number ascending (newest last) and its
 //! files may overlap; every deeper level is ordered by smallest key and its files are disjoint in
 //! internal-key order (each file's largest key sorts strictly before the next file's smallest).
@@ -29,6 +34,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::types::{
     compare_internal_keys, seek_key, user_key, FileNumber, InternalKey, SegmentId, SequenceNumber, MAX_SEQUENCE,
 };
@@ -55,9 +61,18 @@ pub struct FileMetaData {
     /// segment (Pebble keeps such a list per table). Dropping the table makes at most these
     /// bytes garbage, which an edit can charge without reading the table.
     pub log_refs: Vec<(SegmentId, u64)>,
+    /// Smallest sequence number of any entry (0 when unknown: tables from older MANIFESTs).
+    pub smallest_seq: SequenceNumber,
+    /// Largest sequence number of any entry (`MAX_SEQUENCE` when unknown).
+    pub largest_seq: SequenceNumber,
 }
 
 impl FileMetaData {
+    /// The user keys of the table, as a closed range.
+    pub fn user_range(&self) -> (&[u8], &[u8]) {
+        (self.smallest.user_key(), self.largest.user_key())
+    }
+
     /// True if the table's user-key range intersects `[begin, end]` (`None` is unbounded).
     pub fn overlaps_user_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> bool {
         let before_begin = begin.is_some_and(|b| self.largest.user_key() < b);
@@ -116,13 +131,27 @@ pub fn aligned_interior(start: u64, end: u64, block: u64) -> Option<(u64, u64)> 
 pub struct Version {
     // One shared slice per level, so installing an edit copies only the levels it touches.
     levels: Vec<Arc<[Arc<FileMetaData>]>>,
+    /// Durable range deletes, and their fragments for reads and compaction.
+    range_tombstones: Arc<[RangeTombstone]>,
+    fragments: Arc<Fragments>,
+    /// Partition split keys, ascending: partition `i` holds `[split[i-1], split[i])`.
+    partitions: Arc<[Vec<u8>]>,
+    /// Most level-0 files any one user key falls into (what L0 triggers count: with
+    /// partitions, one flush writes a level-0 file per partition it touches).
+    l0_depth: usize,
 }
 
 impl Version {
     /// A version with `num_levels` empty levels.
     pub fn empty(num_levels: usize) -> Version {
         let empty: Arc<[Arc<FileMetaData>]> = Arc::from(Vec::new());
-        Version { levels: vec![empty; num_levels] }
+        Version {
+            levels: vec![empty; num_levels],
+            range_tombstones: Arc::from(Vec::new()),
+            fragments: Arc::new(Fragments::default()),
+            partitions: Arc::from(Vec::new()),
+            l0_depth: 0,
+        }
     }
 
     /// The version that results from applying the file changes of `edit` to this one (segments
@@ -259,8 +288,61 @@ impl Version {
         found
     }
 
-    fn from_levels(levels: Vec<Arc<[Arc<FileMetaData>]>>) -> Version {
-        Version { levels }
+    /// The durable range deletes.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_tombstones
+    }
+
+    /// The durable range deletes, fragmented.
+    pub fn range_fragments(&self) -> &Arc<Fragments> {
+        &self.fragments
+    }
+
+    /// The partition split keys, ascending.
+    pub fn partition_splits(&self) -> &[Vec<u8>] {
+        &self.partitions
+    }
+
+    /// The user-key bounds `[start, end)` of the partition holding `user_key` (`None` is
+    /// unbounded).
+    pub fn partition_of(&self, user_key: &[u8]) -> (Option<&[u8]>, Option<&[u8]>) {
+        let i = self.partitions.partition_point(|s| s.as_slice() <= user_key);
+        let start = i.checked_sub(1).map(|j| self.partitions[j].as_slice());
+        (start, self.partitions.get(i).map(Vec::as_slice))
+    }
+
+    /// Most level-0 files that any one user key falls into: the L0 file count that triggers
+    /// and write stalls compare (equal to the number of L0 files without partitions).
+    pub fn l0_depth(&self) -> usize {
+        self.l0_depth
+    }
+
+    /// Every file wholly inside `[start, end)` whose entries are all older than `seq`: what a
+    /// range delete at `seq` lets the tree drop without reading them.
+    pub fn files_covered_by(&self, start: &[u8], end: &[u8], seq: SequenceNumber) -> Vec<(usize, Arc<FileMetaData>)> {
+        self.all_files()
+            .filter(|(_, f)| {
+                let (lo, hi) = f.user_range();
+                start <= lo && hi < end && f.largest_seq < seq
+            })
+            .map(|(level, f)| (level, Arc::clone(f)))
+            .collect()
+    }
+
+    /// Range deletes that no longer cover anything: no table over their range holds an entry
+    /// older than them. (Memtables never do: a delete reaches the version when its memtable is
+    /// flushed, and every later memtable holds only newer writes.)
+    pub fn retired_tombstones(&self) -> Vec<RangeTombstone> {
+        self.range_tombstones
+            .iter()
+            .filter(|t| {
+                !self.all_files().any(|(_, f)| {
+                    let (lo, hi) = f.user_range();
+                    t.overlaps(lo, hi) && f.smallest_seq < t.seq
+                })
+            })
+            .cloned()
+            .collect()
     }
 }
 

@@ -443,5 +443,9 @@ fn snapshot_edit(version: &Version, counters: &Counters) -> VersionEdit {
                 horizon: meta.survey_horizon,
             })
             .collect(),
+        range_tombstones_added: version.range_tombstones().to_vec(),
+        range_tombstones_removed: Vec::new(),
+        partition_splits_added: version.partition_splits().to_vec(),
+        partition_splits_removed: Vec::new(),
     }
 }

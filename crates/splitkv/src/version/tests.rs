@@ -22,6 +22,8 @@ fn table(number: u64, smallest: &str, largest: &str) -> FileMetaData {
         largest: ikey(largest, 5),
         num_entries: number,
         log_refs: Vec::new(),
+        smallest_seq: SequenceNumber(5),
+        largest_seq: SequenceNumber(10),
     }
 }
 

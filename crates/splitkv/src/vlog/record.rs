@@ -59,6 +59,8 @@ pub enum RecordKind {
     Delete = 0,
     /// The key is set to the record's value.
     Put = 1,
+    /// Every key in `[key, value)` is deleted (a range delete: the value holds the end key).
+    DeleteRange = 2,
 }
 
 impl RecordKind {
@@ -67,6 +69,7 @@ impl RecordKind {
         match byte {
             0 => Some(RecordKind::Delete),
             1 => Some(RecordKind::Put),
+            2 => Some(RecordKind::DeleteRange),
             _ => None,
         }
     }

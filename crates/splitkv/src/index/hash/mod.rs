@@ -382,6 +382,8 @@ impl Index for HashIndex {
         let mut state = self.state.write();
         let state = &mut *state;
         for r in records {
+            // The database never hands this index a range delete (see `supports_range_deletes`).
+            debug_assert!(!matches!(r.entry, IndexEntry::RangeDeletion { .. }));
             let version =
                 Version { seq: r.seq, pointer: r.log_pointer, deleted: matches!(r.entry, IndexEntry::Deletion) };
             match state.recent.insert(r.user_key.to_vec(), version) {

@@ -4,6 +4,10 @@
 //! [`crate::index::LogLink`] (the table's pointers must not outlive their records), sync the
 //! directory, then record the table, the new log head and the garbage the flush makes (inline
 //! values and deletes whose log records only served as write-ahead log) in one catalog edit.
+//!
+//! The memtable's range deletes enter the version in that same edit, and its entries they cover
+//! (with no snapshot between) are left out of the tables. Outputs are cut at partition split
+//! keys, so one flush may write a level-0 table per partition it touches.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -21,28 +25,35 @@ use crate::version::VersionEdit;
 impl Shared {
     /// Flushes the frozen memtable if there is one and no other flush is running.
     pub(super) fn flush_frozen_memtable(&self) {
-        let (imm, log_head, number) = {
+        let (imm, log_head) = {
             let mut state = self.state.lock();
             let Some(imm) = state.imm.clone() else { return };
             if state.flushing || state.bg_error.is_some() {
                 return;
             }
             state.flushing = true;
-            let number = self.catalog.lock().new_file_number();
-            state.pending_outputs.insert(number);
-            (imm, state.mem.log_start(), number)
+            (imm, state.mem.log_start())
         };
-        let result = self.write_flush(&imm, log_head, number);
+        let mut allocated = Vec::new();
+        let result = self.write_flush(&imm, log_head, &mut allocated);
         let mut state = self.state.lock();
         state.flushing = false;
-        state.pending_outputs.remove(&number);
-        match result {
+        for n in &allocated {
+            state.pending_outputs.remove(n);
+        }
+        let result = match result {
             Ok(()) => {
                 state.imm = None;
                 self.install_super_version(&state);
                 Counters::add(&self.counters.flushes, 1);
+                drop(state);
+                self.after_tree_change()
             }
-            Err(e) => self.set_bg_error(&mut state, &e),
+            Err(e) => Err(e),
+        };
+        let mut state = self.state.lock();
+        if let Err(e) = result {
+            self.set_bg_error(&mut state, &e);
         }
         self.done_cv.notify_all();
         self.work_cv.notify_all();
@@ -50,34 +61,59 @@ impl Shared {
         self.delete_obsolete_files();
     }
 
-    fn write_flush(&self, imm: &Arc<Memtable>, log_head: LogPosition, number: FileNumber) -> Result<()> {
+    /// A new table number, registered as a pending output (and in `allocated`).
+    pub(super) fn new_output_number(&self, allocated: &mut Vec<FileNumber>) -> FileNumber {
+        let mut state = self.state.lock();
+        let n = self.catalog.lock().new_file_number();
+        state.pending_outputs.insert(n);
+        allocated.push(n);
+        n
+    }
+
+    fn write_flush(&self, imm: &Arc<Memtable>, log_head: LogPosition, allocated: &mut Vec<FileNumber>) -> Result<()> {
         let mut edit = VersionEdit::default();
-        if !imm.is_empty() {
-            let mut numbers = Some(number);
-            let mut next_number = || numbers.take().expect("a flush writes exactly one table");
+        let mut dropped_pointers = Vec::new();
+        if imm.len() > 0 {
+            let splits = self.catalog.lock().current().partition_splits().to_vec();
+            let covering = imm.range_fragments();
+            let snapshots = self.snapshots.all();
+            let stripe = |seq: SequenceNumber| snapshots.partition_point(|s| *s < seq);
+            let mut next_number = || self.new_output_number(allocated);
             let mut sink =
                 TableSink::new(&self.fs, &self.dir, self.table_options_for_build(), u64::MAX, &mut next_number)
-                    .with_learning(Some(&self.learning));
+                    .with_learning(Some(&self.learning))
+                    .with_partitions(&splits);
             let mut it = imm.iter();
             it.seek_to_first()?;
             while it.valid() {
-                let pointer = match parse_internal_key(it.key()) {
-                    Some(parsed) => entry_pointer(&it, parsed.kind)?,
-                    None => None,
+                let Some(parsed) = parse_internal_key(it.key()) else {
+                    return Err(it.entry_origin().corruption("malformed internal key in the memtable"));
                 };
-                sink.add(it.key(), it.value(), pointer)?;
+                let pointer = entry_pointer(&it, parsed.kind)?;
+                // Hidden from every reader by a range delete of this memtable: not written.
+                let covered = covering.as_ref().and_then(|f| f.first_covering_above(parsed.user_key, parsed.sequence));
+                if covered.is_some_and(|t| stripe(t) == stripe(parsed.sequence)) {
+                    dropped_pointers.extend(pointer);
+                } else {
+                    sink.add(it.key(), it.value(), pointer)?;
+                }
                 it.next()?;
             }
             let (outputs, bytes) = sink.finish()?;
             Counters::add(&self.counters.flush_bytes_written, bytes);
             edit.new_files.extend(outputs.into_iter().map(|meta| (0, meta)));
         }
+        edit.range_tombstones_added = imm.range_tombstones();
         // The table's pointers must not reach disk before the records they point to.
         self.log.sync()?;
         self.fs.sync_dir(&self.dir)?;
         edit.log_head = Some(log_head);
         edit.last_sequence = Some(SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
-        edit.segment_garbage = imm.log_garbage().into_iter().collect();
+        let mut garbage = imm.log_garbage();
+        for p in dropped_pointers {
+            *garbage.entry(p.segment).or_default() += u64::from(p.len);
+        }
+        edit.segment_garbage = garbage.into_iter().collect();
         let segments = self.log.segments();
         self.catalog.record_with(|set| {
             edit.added_segments = segments.iter().map(|s| s.id).filter(|id| set.is_unrecorded_segment(*id)).collect();

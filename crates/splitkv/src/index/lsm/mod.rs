@@ -6,6 +6,7 @@
 //! - `read`: point lookups and the merged cursor over a [`SuperVersion`];
 //! - `flush`: frozen memtable -> level-0 table, and obsolete-file deletion;
 //! - `scheduler`: the background workers, compaction picking and publishing, manual compaction;
+//! - `partitions`: the partition map, dropping tables a range delete covers, retiring deletes;
 //! - `survey`: counting live value-log bytes for garbage surveys.
 //!
 //! Writers are delayed at the L0 slowdown trigger and blocked at the stop trigger or while the
@@ -18,6 +19,7 @@
 //! Lock order: `compaction_lock`, then `state`, then the catalog.
 
 mod flush;
+mod partitions;
 mod read;
 mod scheduler;
 mod survey;
@@ -40,6 +42,7 @@ use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::range_del::RangeTombstone;
 use crate::snapshot::SnapshotList;
 use crate::sstable::{BlockCache, IndexLearning, TableCache, TableOptions};
 use crate::stats::{Counters, IndexBlockStats, LevelStats, Stats};
@@ -68,6 +71,8 @@ struct State {
     policy: Box<dyn CompactionPolicy>,
     /// Inputs and output ranges of running compactions.
     in_flight: InFlight,
+    /// Range deletes whose covered tables a live snapshot still needs.
+    pending_reclaims: Vec<RangeTombstone>,
 }
 
 struct Shared {
@@ -144,6 +149,7 @@ impl LsmIndex {
                 shutting_down: false,
                 policy: scheduler::policy_for(&options),
                 in_flight: InFlight::default(),
+                pending_reclaims: Vec::new(),
             }),
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
@@ -155,6 +161,7 @@ impl LsmIndex {
             options,
         });
         shared.delete_unlisted_files(true);
+        shared.record_static_partitions()?;
         let index = LsmIndex { shared, background: Mutex::new(Vec::new()) };
         for n in 0..index.shared.options.max_background_compactions.max(1) {
             let worker = Arc::clone(&index.shared);
@@ -257,6 +264,7 @@ impl Index for LsmIndex {
                 mem.note_log_garbage(r.log_pointer.segment, u64::from(r.log_pointer.len));
             }
             match r.entry {
+                IndexEntry::RangeDeletion { end } => mem.delete_range(r.user_key, end, r.seq),
                 IndexEntry::Deletion => mem.insert(r.user_key, r.seq, ValueKind::Deletion, Bytes::new()),
                 IndexEntry::Inline(v) => mem.insert(r.user_key, r.seq, ValueKind::Inline, Bytes::copy_from_slice(v)),
                 IndexEntry::Pointer(p) => mem.insert(r.user_key, r.seq, ValueKind::Pointer, Bytes::from(p.encode())),
@@ -277,7 +285,7 @@ impl Index for LsmIndex {
             if state.shutting_down {
                 return Err(Error::Closed);
             }
-            let l0 = s.super_version().version.files(0).len();
+            let l0 = s.super_version().version.l0_depth();
             if allow_delay && l0 >= o.level0_slowdown_writes_trigger {
                 // Spread the slowdown over many writes instead of stopping one for long.
                 drop(state);
@@ -333,8 +341,16 @@ impl Index for LsmIndex {
         self.shared.get(user_key, seq, fill_cache)
     }
 
-    fn iter(&self, _seq: SequenceNumber, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
-        self.shared.iter(fill_cache)
+    fn iter(&self, seq: SequenceNumber, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
+        self.shared.iter(Some(seq), fill_cache)
+    }
+
+    fn supports_range_deletes(&self) -> bool {
+        true
+    }
+
+    fn reclaim_range(&self, start: &[u8], end: &[u8], seq: SequenceNumber) -> Result<()> {
+        self.shared.reclaim_range(start, end, seq)
     }
 
     fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
@@ -360,6 +376,9 @@ impl Index for LsmIndex {
         stats.block_cache_hits = s.block_cache.hits();
         stats.block_cache_misses = s.block_cache.misses();
         stats.index_blocks = s.index_block_stats(&sv);
+        stats.partitions = sv.version.partition_splits().len() as u64 + 1;
+        stats.range_deletes = sv.version.range_tombstones().len() as u64
+            + std::iter::once(&sv.mem).chain(sv.imm.as_ref()).map(|m| m.range_tombstones().len() as u64).sum::<u64>();
     }
 
     fn property(&self, name: &str) -> Option<String> {
@@ -387,6 +406,36 @@ impl Index for LsmIndex {
             "splitkv.compaction-slice-holder" => Some(
                 self.shared.state.lock().policy.slice_holder().map_or_else(|| "none".to_string(), |l| l.to_string()),
             ),
+            // One line per partition: its bounds, tables and bytes.
+            "splitkv.partitions" => {
+                let splits = sv.version.partition_splits();
+                let mut out = String::new();
+                for i in 0..=splits.len() {
+                    let start = i.checked_sub(1).map(|j| splits[j].as_slice());
+                    let end = splits.get(i).map(Vec::as_slice);
+                    let (mut tables, mut bytes) = (0, 0);
+                    for (_, f) in sv.version.all_files() {
+                        if sv.version.partition_of(f.smallest.user_key()).0 == start {
+                            tables += 1;
+                            bytes += f.file_size;
+                        }
+                    }
+                    out.push_str(&format!("[{start:?} .. {end:?}) {tables} tables {bytes} bytes\n"));
+                }
+                Some(out)
+            }
+            "splitkv.range-deletes" => {
+                let mut out = String::new();
+                for t in sv.version.range_tombstones() {
+                    out.push_str(&format!("[{:?} .. {:?}) @{} durable\n", t.start, t.end, t.seq.0));
+                }
+                for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
+                    for t in mem.range_tombstones() {
+                        out.push_str(&format!("[{:?} .. {:?}) @{} in memtable\n", t.start, t.end, t.seq.0));
+                    }
+                }
+                Some(out)
+            }
             "splitkv.index-blocks" => Some(format!("{:#?}", self.shared.index_block_stats(&sv))),
             "splitkv.memtable-bytes" => {
                 Some((sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())).to_string())

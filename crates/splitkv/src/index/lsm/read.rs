@@ -4,6 +4,10 @@
 //! Readers take a [`super::SuperVersion`] (memtable, frozen memtable, version) under a read lock
 //! and then read without locks; everything they reach stays alive through the `Arc`s, and files
 //! of a version someone still holds are never deleted.
+//!
+//! Range deletes: a point lookup first asks every source's fragments for the newest delete over
+//! the key that the reader sees (memtables and the version), then ignores a found version older
+//! than it. A cursor is wrapped in a [`CoveredFilter`] when any delete exists.
 
 use std::sync::Arc;
 
@@ -13,10 +17,12 @@ use super::{Shared, SuperVersion};
 use crate::error::Result;
 use crate::filenames::table_file;
 use crate::index::IndexValue;
+use crate::iter::covered::CoveredFilter;
 use crate::iter::level::{LevelFile, LevelIterator};
 use crate::iter::merge::MergingIterator;
 use crate::iter::{EntryOrigin, InternalIterator, KeepAlive};
 use crate::memtable::Lookup;
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::stats::Counters;
 use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::Version;
@@ -38,14 +44,22 @@ impl Shared {
     /// The newest value of `user_key` visible at `seq`.
     pub(super) fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
         let sv = self.super_version();
+        // Versions below the newest range delete over the key are gone for this reader.
+        let mut hidden_below = sv.version.range_fragments().covering(user_key, seq);
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
+            if let Some(fragments) = mem.range_fragments() {
+                hidden_below = hidden_below.max(fragments.covering(user_key, seq));
+            }
+        }
         for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
             match mem.get(user_key, seq) {
-                Lookup::Found(kind, value) => return decode_stored(kind, value, || EntryOrigin::Memtable),
+                Lookup::Found(_, _, found) if found < hidden_below => return Ok(None),
+                Lookup::Found(kind, value, _) => return decode_stored(kind, value, || EntryOrigin::Memtable),
                 Lookup::Deleted => return Ok(None),
                 Lookup::Absent => {}
             }
         }
-        self.get_from_tables(&sv.version, user_key, seq, fill_cache)
+        self.get_from_tables(&sv.version, user_key, seq, hidden_below, fill_cache)
     }
 
     fn get_from_tables(
@@ -53,6 +67,7 @@ impl Shared {
         version: &Version,
         user_key: &[u8],
         seq: SequenceNumber,
+        hidden_below: SequenceNumber,
         fill_cache: bool,
     ) -> Result<Option<IndexValue>> {
         let lookup = seek_key(user_key, seq);
@@ -88,11 +103,29 @@ impl Shared {
         let Some(parsed) = parse_internal_key(&ikey) else {
             return Err(origin().corruption("malformed internal key in table"));
         };
+        if parsed.sequence < hidden_below {
+            return Ok(None);
+        }
         decode_stored(parsed.kind, value, origin)
     }
 
-    /// A merged cursor over every entry of the current super version, which it keeps alive.
-    pub(super) fn iter(&self, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
+    /// The range deletes a reader at `seq` of `sv` must honour, fragmented; `None` if none.
+    fn range_deletes_for(sv: &SuperVersion, seq: SequenceNumber) -> Option<Arc<Fragments>> {
+        let mut visible: Vec<RangeTombstone> = Vec::new();
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
+            visible.extend(mem.range_tombstones().into_iter().filter(|t| t.seq <= seq));
+        }
+        if visible.is_empty() {
+            let version = sv.version.range_fragments();
+            return (!version.is_empty()).then(|| Arc::clone(version));
+        }
+        visible.extend(sv.version.range_tombstones().iter().filter(|t| t.seq <= seq).cloned());
+        Some(Arc::new(Fragments::new(&visible)))
+    }
+
+    /// A merged cursor over every entry of the current super version, which it keeps alive,
+    /// without the entries range deletes hide from a reader at `seq` (every entry, for `None`).
+    pub(super) fn iter(&self, seq: Option<SequenceNumber>, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
         let sv: Arc<SuperVersion> = self.super_version();
         let mut children: Vec<Box<dyn InternalIterator>> = vec![Box::new(sv.mem.iter())];
         if let Some(imm) = &sv.imm {
@@ -123,7 +156,13 @@ impl Shared {
             });
             children.push(Box::new(LevelIterator::new(level_files, open)));
         }
+        let merged = MergingIterator::new(children);
         // The iterator keeps its super version, and so every file it may still open, alive.
-        Ok(Box::new(KeepAlive { inner: MergingIterator::new(children), keep: sv }))
+        Ok(match seq.and_then(|seq| Some((seq, Self::range_deletes_for(&sv, seq)?))) {
+            Some((seq, fragments)) => {
+                Box::new(KeepAlive { inner: CoveredFilter::new(merged, fragments, seq), keep: sv })
+            }
+            None => Box::new(KeepAlive { inner: merged, keep: sv }),
+        })
     }
 }

@@ -8,6 +8,10 @@
 //! it, so concurrent compactions never share files or write overlapping ranges into one level; a
 //! manual compaction excludes them all (`compaction_lock`). Each finished compaction is reported
 //! to the policy (its level and duration) and to the optional listener.
+//!
+//! A range delete may drop tables while a compaction reads them (see `partitions`); the
+//! compaction then publishes nothing (its outputs hold only what the delete hid or what the
+//! surviving inputs still hold) and its outputs are deleted as obsolete.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +26,14 @@ use crate::compaction::{
 use crate::error::{Error, Result};
 use crate::options::{CompactionPolicyKind, Options};
 use crate::stats::Counters;
-use crate::version::{FileMetaData, VersionEdit};
+use crate::version::{FileMetaData, VersionEdit, VersionSet};
+
+/// True if every file `edit` deletes is still where the edit says: no range delete dropped an
+/// input of the compaction that built the edit.
+fn inputs_still_current(set: &VersionSet, edit: &VersionEdit) -> bool {
+    let current = set.current();
+    edit.deleted_files.iter().all(|&(level, number)| current.files(level).iter().any(|f| f.number == number))
+}
 
 /// The numbers picking takes from `options`.
 pub(super) fn pick_settings(o: &Options) -> PickSettings {
@@ -105,10 +116,14 @@ impl Shared {
             self.work_cv.notify_all();
             match result {
                 Ok(summary) => {
+                    drop(state);
                     if let Some(listener) = self.listener.clone() {
-                        drop(state);
                         listener.on_compaction_completed(&summary.event(reason.1, started_ms, duration, holder));
-                        state = self.state.lock();
+                    }
+                    let upkeep = self.after_tree_change();
+                    state = self.state.lock();
+                    if let Err(e) = upkeep {
+                        self.set_bg_error(&mut state, &e);
                     }
                 }
                 Err(e) => self.set_bg_error(&mut state, &e),
@@ -153,7 +168,7 @@ impl Shared {
         if compaction.is_trivial_move() {
             let file = &compaction.inputs[0][0];
             edit.new_files.push((level + 1, FileMetaData::clone(file)));
-            self.catalog.record(edit)?;
+            self.catalog.record_with(|set| if inputs_still_current(set, &edit) { edit } else { VersionEdit::default() })?;
             let state = self.state.lock();
             self.install_super_version(&state);
             self.done_cv.notify_all();
@@ -165,15 +180,10 @@ impl Shared {
         }
 
         let snapshots = self.snapshots.all();
+        let started_from = self.catalog.lock().current();
         let mut allocated = Vec::new();
         let result = {
-            let mut new_file_number = || {
-                let mut state = self.state.lock();
-                let n = self.catalog.lock().new_file_number();
-                state.pending_outputs.insert(n);
-                allocated.push(n);
-                n
-            };
+            let mut new_file_number = || self.new_output_number(&mut allocated);
             let mut preempt = || {
                 self.flush_frozen_memtable();
                 match self.state.lock().bg_error.clone() {
@@ -192,6 +202,8 @@ impl Shared {
                     snapshots,
                     new_file_number: &mut new_file_number,
                     preempt: &mut preempt,
+                    range_fragments: Arc::clone(started_from.range_fragments()),
+                    partition_splits: started_from.partition_splits(),
                 },
             )
         };
@@ -201,6 +213,7 @@ impl Shared {
         });
         // Release the input version so its files can be judged obsolete below.
         drop(compaction);
+        drop(started_from);
         let release_outputs = |state: &mut State| {
             for n in &allocated {
                 state.pending_outputs.remove(n);
@@ -220,6 +233,9 @@ impl Shared {
         // The outputs stay pending until the edit lists them, or obsolete-file deletion running
         // meanwhile would take them for leftovers.
         let recorded = self.catalog.record_with(|set| {
+            if !inputs_still_current(set, &edit) {
+                return VersionEdit::default();
+            }
             edit.segment_garbage = set.new_garbage(res.garbage.iter().map(|d| (d.segment, d.bytes, d.shadowed_by)));
             edit
         });
@@ -267,7 +283,7 @@ impl Shared {
         }
         // Workers that found nothing to do before may find work in the new shape of the tree.
         self.work_cv.notify_all();
-        Ok(())
+        self.after_tree_change()
     }
 }
 

@@ -26,7 +26,8 @@ impl Shared {
         let _no_compactions = self.compaction_lock.write();
         let surveyed = self.surveyable_segments(applied_before);
         let mut live: BTreeMap<SegmentId, u64> = BTreeMap::new();
-        let mut it = self.iter(false)?;
+        // Every version, range-deleted ones included: their drops are charged as they happen.
+        let mut it = self.iter(None, false)?;
         it.seek_to_first()?;
         let mut key: Option<Vec<u8>> = None;
         let mut newer: Option<SequenceNumber> = None;
