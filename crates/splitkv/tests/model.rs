@@ -1,5 +1,5 @@
-//! Seeded random operations checked against a `BTreeMap` model: puts, deletes, batches,
-//! snapshots, iterators in both directions, flushes, compactions, value-log GC (manual, and in
+//! Seeded random operations checked against a `BTreeMap` model: puts, deletes, range deletes
+//! (alone and inside batches, aligned with the LSM cases' partitions or not), batches, snapshots, iterators in both directions, flushes, compactions, value-log GC (manual, and in
 //! the background), clean reopens, and crashes on the in-memory file system (with and without
 //! torn tails).
 //!
@@ -26,6 +26,24 @@ type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 type Change = (Vec<u8>, Option<Vec<u8>>);
 
 const KEYS: u64 = 300;
+/// Key numbers where the LSM cases split partitions (the ends bound range deletes, not splits).
+const PARTITIONS: [u64; 5] = [0, 60, 150, 220, KEYS];
+
+fn partition_key(i: u64) -> Vec<u8> {
+    format!("k{i:05}").into_bytes()
+}
+
+/// The case's options with the row's compaction settings; LSM cases split the key space into
+/// partitions (statically, and under the time-slice row also by size).
+fn model_options(case: Case, policy: CompactionPolicyKind, workers: usize) -> Options {
+    let base = Options { compaction_policy: policy, max_background_compactions: workers, ..case.options() };
+    if base.index != splitkv::IndexKind::Lsm {
+        return base;
+    }
+    let splits = PARTITIONS[1..PARTITIONS.len() - 1].iter().map(|&i| partition_key(i)).collect();
+    let by_size = (workers > 1).then_some(64 << 10);
+    Options { partition_split_points: splits, partition_target_bytes: by_size, ..base }
+}
 const VALUE_SIZES: [usize; 7] = [0, 10, 100, 700, 1023, 1500, 6000];
 
 fn seeds() -> Vec<u64> {
@@ -61,7 +79,7 @@ struct Harness {
 impl Harness {
     fn new(seed: u64, case: Case, policy: CompactionPolicyKind, workers: usize) -> Self {
         let env = CrashEnv::new();
-        let options = Options { compaction_policy: policy, max_background_compactions: workers, ..case.options() };
+        let options = model_options(case, policy, workers);
         let db = Db::open("/db", env.options(options)).unwrap_or_else(|e| panic!("seed {seed} {case}: open: {e}"));
         Harness {
             seed,
@@ -115,6 +133,29 @@ impl Harness {
             };
         }
         self.db().write(&WriteOptions { sync }, batch).unwrap_or_else(|e| panic!("{}: write: {e}", self.ctx()));
+        for (k, v) in &changes {
+            match v {
+                Some(v) => self.model.insert(k.clone(), v.clone()),
+                None => self.model.remove(k),
+            };
+        }
+        self.since_durable.push(changes);
+        if sync {
+            self.mark_durable();
+        }
+    }
+
+    /// Deletes `[lo, hi)`, then (in the same batch) puts `after` if given.
+    fn apply_range_delete(&mut self, lo: Vec<u8>, hi: Vec<u8>, after: Option<(Vec<u8>, Vec<u8>)>, sync: bool) {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(&lo, &hi);
+        if let Some((k, v)) = &after {
+            batch.put(k, v);
+        }
+        self.db().write(&WriteOptions { sync }, batch).unwrap_or_else(|e| panic!("{}: delete_range: {e}", self.ctx()));
+        // As a change list: the keys the range held at that point, then the put.
+        let mut changes: Vec<Change> = self.model.range(lo.clone()..hi.clone()).map(|(k, _)| (k.clone(), None)).collect();
+        changes.extend(after.map(|(k, v)| (k, Some(v))));
         for (k, v) in &changes {
             match v {
                 Some(v) => self.model.insert(k.clone(), v.clone()),
@@ -251,13 +292,13 @@ impl Harness {
     }
 
     fn options(&self) -> Options {
-        Options { compaction_policy: self.policy, max_background_compactions: self.workers, ..self.case.options() }
+        model_options(self.case, self.policy, self.workers)
     }
 
     fn run(&mut self, steps: usize) {
         for step in 0..steps {
             self.step = step;
-            match self.rng.gen_range(0..100) {
+            match self.rng.gen_range(0..104) {
                 0..=34 => {
                     let (k, v) = (self.random_key(), self.random_value());
                     self.apply(vec![(k, Some(v))], false);
@@ -314,8 +355,25 @@ impl Harness {
                     self.db().run_gc().unwrap_or_else(|e| panic!("{}: gc: {e}", self.ctx()));
                     self.mark_durable();
                 }
-                _ => {
+                98..=99 => {
                     self.snapshots.clear();
+                }
+                _ => {
+                    // A partition of the LSM cases, or any range.
+                    let (lo, hi) = if self.rng.gen_bool(0.3) {
+                        let first = self.rng.gen_range(0..PARTITIONS.len() - 1);
+                        (partition_key(PARTITIONS[first]), partition_key(PARTITIONS[first + 1]))
+                    } else {
+                        let (a, b) = (self.random_key(), self.random_key());
+                        if a <= b {
+                            (a, b)
+                        } else {
+                            (b, a)
+                        }
+                    };
+                    let after = self.rng.gen_bool(0.3).then(|| (self.random_key(), self.random_value()));
+                    let sync = self.rng.gen_bool(0.2);
+                    self.apply_range_delete(lo, hi, after, sync);
                 }
             }
         }

@@ -41,17 +41,13 @@ impl Shared {
         for n in &allocated {
             state.pending_outputs.remove(n);
         }
-        let result = match result {
-            Ok(()) => {
-                state.imm = None;
-                self.install_super_version(&state);
-                Counters::add(&self.counters.flushes, 1);
-                drop(state);
-                self.after_tree_change()
-            }
-            Err(e) => Err(e),
-        };
-        let mut state = self.state.lock();
+        let result = result.and_then(|()| {
+            state.imm = None;
+            self.install_super_version(&state);
+            Counters::add(&self.counters.flushes, 1);
+            // Upkeep takes the catalog and state locks itself.
+            parking_lot::MutexGuard::unlocked(&mut state, || self.after_tree_change())
+        });
         if let Err(e) = result {
             self.set_bg_error(&mut state, &e);
         }
