@@ -2,7 +2,10 @@
 //! options name, and replay of the log tail through that index.
 //!
 //! Recovery order:
-//! 1. the catalog (MANIFEST): tables, value-log segments and their garbage, the log head;
+//! 1. the catalog (MANIFEST): tables, value-log segments and their garbage, the log head; then
+//!    the leftovers of an earlier run are removed: temporary files (`*.tmp`) and MANIFESTs that
+//!    `CURRENT` does not name. This comes before the index starts its background workers: a
+//!    worker's first edit starts a new MANIFEST through `CURRENT.tmp`, which is no leftover;
 //! 2. the value log: segment files; a segment before the head that the catalog no longer lists
 //!    was released by GC just before a crash, and only its file deletion was lost;
 //! 3. the index (`Options::index`), over the catalog;
@@ -28,7 +31,7 @@ use crate::index::{self, IndexParts, IndexRecord, LogLink};
 use crate::options::{GcPolicyKind, Options};
 use crate::snapshot::SnapshotList;
 use crate::stats::Counters;
-use crate::types::SegmentId;
+use crate::types::{FileNumber, SegmentId};
 use crate::version::{Catalog, VersionSet};
 use crate::vlog::gc::{
     punch_ranges, CostBenefitPolicy, GarbageCollector, GcPolicy, GcSettings, GreedyPolicy, OldestPolicy,
@@ -58,6 +61,8 @@ impl Db {
         } else {
             return Err(Error::InvalidArgument(format!("{} has no database", dir.display())));
         };
+        // Nothing else touches the directory yet, so whatever these name is a leftover.
+        remove_leftovers(fs.as_ref(), &dir, versions.manifest_number());
         let recorded_sequence = versions.last_sequence();
         let catalog = Arc::new(Catalog::new(versions));
         let (log_head, recorded) = catalog.log_segments();
@@ -120,7 +125,6 @@ impl Db {
                 }
             }
         }
-        remove_temp_files(fs.as_ref(), &dir);
         // A memtable rebuilt from a long log tail can exceed the write buffer; freeze it now so
         // reads do not search one oversized skiplist until the next write arrives.
         index.make_room(false)?;
@@ -219,12 +223,21 @@ fn gc_policy(kind: GcPolicyKind) -> Box<dyn GcPolicy> {
     }
 }
 
-fn remove_temp_files(fs: &dyn FileSystem, dir: &Path) {
-    if let Ok(names) = fs.list(dir) {
-        for name in names {
-            if parse_file_name(&name) == Some(FileKind::Temp) {
-                let _ = fs.remove(&dir.join(name));
-            }
+/// Removes what an earlier run left in `dir`: temporary files (a crash during a rename-over)
+/// and MANIFESTs other than `live`, the one `CURRENT` names (superseded ones whose removal was
+/// lost, and new ones whose switch failed or was cut by a crash). Best effort: a file left
+/// behind is found again at the next open. Must run before the index starts background work,
+/// which writes temporary files and new MANIFESTs of its own.
+fn remove_leftovers(fs: &dyn FileSystem, dir: &Path, live: FileNumber) {
+    let Ok(names) = fs.list(dir) else { return };
+    for name in names {
+        let leftover = match parse_file_name(&name) {
+            Some(FileKind::Temp) => true,
+            Some(FileKind::Manifest(n)) => n != live,
+            _ => false,
+        };
+        if leftover {
+            let _ = fs.remove(&dir.join(name));
         }
     }
 }

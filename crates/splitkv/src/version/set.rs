@@ -272,7 +272,7 @@ impl VersionSet {
         // Whatever fails below, CURRENT may or may not name the new file, so the old writer must
         // not be appended to again: the next edit starts yet another MANIFEST.
         self.manifest = None;
-        // A half-written MANIFEST is never named by CURRENT; obsolete-file cleanup removes it.
+        // A half-written MANIFEST is never named by CURRENT; the next open removes it.
         let path = manifest_file(&self.dir, number);
         let mut writer = ManifestWriter::create(self.fs.as_ref(), &path)?;
         let written = writer.add_record(&snapshot.encode()).and_then(|()| writer.sync());
