@@ -121,8 +121,8 @@ pub fn candidates(
     // The last level has nowhere to go.
     blocked.push(true);
     let snapshot = LevelsSnapshot {
-        // L0 counts the files one key may have to search: with partitions, a flush writes one
-        // level-0 table per partition it touches, and those do not add up.
+        // L0 counts the files of its fullest partition: a flush writes one level-0 table per
+        // partition it touches, and those do not add up.
         files: levels.clone().map(|l| if l == 0 { version.l0_depth() } else { version.files(l).len() }).collect(),
         bytes: levels.clone().map(|l| version.level_bytes(l)).collect(),
         l0_trigger: settings.l0_trigger,

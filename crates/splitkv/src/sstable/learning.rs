@@ -32,9 +32,11 @@ pub const LAZY_MIN_AGE: Duration = Duration::from_secs(1);
 /// One in this many lookups is timed, so timing costs little.
 pub const LOOKUP_SAMPLE: u64 = 64;
 
-/// True if `writes` and `reads` since the last decision make a write-intensive workload.
+/// True if `writes` and `reads` since the last decision make a write-intensive workload. With
+/// no point lookup at all (a compaction right after a flush, say) nothing would use a model, so
+/// that counts as write-intensive too.
 pub fn write_intensive(writes: u64, reads: u64) -> bool {
-    writes > WRITE_INTENSIVE_RATIO.saturating_mul(reads)
+    reads == 0 || writes > WRITE_INTENSIVE_RATIO.saturating_mul(reads)
 }
 
 /// True if a table with `data_blocks` blocks, `lookups` served and `age` should be trained now.

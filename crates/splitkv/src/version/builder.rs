@@ -146,31 +146,20 @@ impl<'a> VersionBuilder<'a> {
             None => Arc::clone(&self.base.partitions),
             Some(set) => set.into_iter().collect(),
         };
-        let l0_depth = levels.first().map_or(0, |files| l0_depth(files));
+        let l0_depth = levels.first().map_or(0, |files| l0_depth(files, &partitions));
         Ok(Version { levels, range_tombstones, fragments, partitions, l0_depth })
     }
 }
 
-/// Most level-0 files whose user-key ranges share one key (a sweep over their bounds).
-fn l0_depth(files: &[Arc<FileMetaData>]) -> usize {
-    let mut bounds: Vec<(&[u8], bool)> = Vec::with_capacity(files.len() * 2);
+/// Most level-0 files of any one partition (by the partition of their first key): with one
+/// partition, the number of level-0 files, as LevelDB counts them.
+fn l0_depth(files: &[Arc<FileMetaData>], splits: &[Vec<u8>]) -> usize {
+    let mut per_partition: HashMap<usize, usize> = HashMap::new();
     for f in files {
-        let (lo, hi) = f.user_range();
-        bounds.push((lo, false));
-        bounds.push((hi, true));
+        let partition = splits.partition_point(|s| s.as_slice() <= f.smallest.user_key());
+        *per_partition.entry(partition).or_default() += 1;
     }
-    // At equal keys a file's start sorts before another's end: closed ranges that touch overlap.
-    bounds.sort();
-    let (mut open, mut deepest) = (0usize, 0usize);
-    for (_, is_end) in bounds {
-        if is_end {
-            open -= 1;
-        } else {
-            open += 1;
-            deepest = deepest.max(open);
-        }
-    }
-    deepest
+    per_partition.into_values().max().unwrap_or(0)
 }
 
 fn level_error(level: usize, num_levels: usize) -> String {

@@ -311,8 +311,8 @@ impl Version {
         (start, self.partitions.get(i).map(Vec::as_slice))
     }
 
-    /// Most level-0 files that any one user key falls into: the L0 file count that triggers
-    /// and write stalls compare (equal to the number of L0 files without partitions).
+    /// Most level-0 files of any one partition: the L0 file count that triggers and write
+    /// stalls compare (the number of L0 files without partitions).
     pub fn l0_depth(&self) -> usize {
         self.l0_depth
     }
