@@ -557,6 +557,7 @@ fn file_meta(number: u64, lo: &[u8], hi: &[u8], size: u64) -> FileMetaData {
         log_refs: Vec::new(),
         smallest_seq: SequenceNumber(number),
         largest_seq: SequenceNumber(number),
+        range_clean_below: SequenceNumber(0),
     }
 }
 

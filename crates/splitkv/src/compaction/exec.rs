@@ -48,6 +48,8 @@ pub struct TableSink<'a> {
     learning: Option<&'a IndexLearning>,
     /// Partition split keys, ascending: no output straddles one.
     partition_splits: &'a [Vec<u8>],
+    /// What outputs record as `range_clean_below` unless they keep a range-deleted entry.
+    range_clean_below: SequenceNumber,
 }
 
 struct OpenOutput {
@@ -62,6 +64,8 @@ struct OpenOutput {
     largest_seq: SequenceNumber,
     /// The first partition split after the output's first key: the output ends before it.
     ends_before: Option<Vec<u8>>,
+    /// See [`FileMetaData::range_clean_below`].
+    range_clean_below: SequenceNumber,
 }
 
 impl<'a> TableSink<'a> {
@@ -84,6 +88,22 @@ impl<'a> TableSink<'a> {
             bytes_written: 0,
             learning: None,
             partition_splits: &[],
+            range_clean_below: SequenceNumber(0),
+        }
+    }
+
+    /// Declares that the entries handed to the sink are not covered by any range delete at or
+    /// below `seq` (unless [`TableSink::note_kept_covered`] says otherwise for an output).
+    pub fn with_range_clean_below(mut self, seq: SequenceNumber) -> Self {
+        self.range_clean_below = seq;
+        self
+    }
+
+    /// Notes that the entry just added is covered by a range delete but kept (a snapshot
+    /// needs it): its table cannot vouch for any delete.
+    pub fn note_kept_covered(&mut self) {
+        if let Some(out) = self.current.as_mut() {
+            out.range_clean_below = SequenceNumber(0);
         }
     }
 
@@ -123,6 +143,7 @@ impl<'a> TableSink<'a> {
                 smallest_seq: parsed.sequence,
                 largest_seq: parsed.sequence,
                 ends_before: self.partition_splits.get(next_split).cloned(),
+                range_clean_below: self.range_clean_below,
             });
         }
         let out = self.current.as_mut().expect("output opened above");
@@ -161,6 +182,7 @@ impl<'a> TableSink<'a> {
                 log_refs: out.log_refs.into_iter().collect(),
                 smallest_seq: out.smallest_seq,
                 largest_seq: out.largest_seq,
+                range_clean_below: out.range_clean_below,
             });
         }
         Ok(())
@@ -193,6 +215,8 @@ pub struct CompactionContext<'a> {
     pub preempt: &'a mut dyn FnMut() -> Result<()>,
     /// The durable range deletes.
     pub range_fragments: Arc<Fragments>,
+    /// The newest of them (what outputs that keep no covered entry vouch for).
+    pub range_clean_below: SequenceNumber,
     /// Partition split keys, ascending.
     pub partition_splits: &'a [Vec<u8>],
 }
@@ -239,7 +263,8 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
     let mut sink =
         TableSink::new(ctx.fs, ctx.dir, ctx.table_options, compaction.max_output_file_size, ctx.new_file_number)
             .with_learning(ctx.learning)
-            .with_partitions(ctx.partition_splits);
+            .with_partitions(ctx.partition_splits)
+            .with_range_clean_below(ctx.range_clean_below);
     let mut garbage = Vec::new();
     let mut dropped_entries = 0;
     let mut current_user_key: Option<Vec<u8>> = None;
@@ -287,10 +312,8 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
         }
         let this_stripe = stripe(parsed.sequence);
         // A range delete with no snapshot between it and this version hides it from everyone.
-        let range_deleted = ctx
-            .range_fragments
-            .first_covering_above(parsed.user_key, parsed.sequence)
-            .is_some_and(|t| stripe(t) == this_stripe);
+        let covered_by = ctx.range_fragments.first_covering_above(parsed.user_key, parsed.sequence);
+        let range_deleted = covered_by.is_some_and(|t| stripe(t) == this_stripe);
         // Every reader that could see this version sees the newer one instead.
         let shadowed = newer_stripe == Some(this_stripe);
         let drop = shadowed
@@ -312,6 +335,9 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
             }
         } else {
             sink.add(ikey, input.value(), pointer)?;
+            if covered_by.is_some() {
+                sink.note_kept_covered();
+            }
         }
         input.next()?;
     }

@@ -193,6 +193,7 @@ impl VersionEdit {
             }
             put_varint64(dst, meta.smallest_seq.0);
             put_varint64(dst, meta.largest_seq.0);
+            put_varint64(dst, meta.range_clean_below.0);
         }
         for id in &self.added_segments {
             put_varint32(dst, TAG_ADDED_SEGMENT);
@@ -290,6 +291,7 @@ impl VersionEdit {
                         log_refs: Vec::new(),
                         smallest_seq: SequenceNumber(0),
                         largest_seq: SequenceNumber(MAX_SEQUENCE),
+                        range_clean_below: SequenceNumber(0),
                     };
                     if tag != TAG_NEW_FILE {
                         meta.log_refs = cur.log_refs()?;
@@ -297,6 +299,7 @@ impl VersionEdit {
                     if tag == TAG_NEW_FILE_WITH_SEQUENCES {
                         meta.smallest_seq = SequenceNumber(cur.varint64("new file smallest sequence")?);
                         meta.largest_seq = SequenceNumber(cur.varint64("new file largest sequence")?);
+                        meta.range_clean_below = SequenceNumber(cur.varint64("new file range-clean sequence")?);
                         if meta.smallest_seq > meta.largest_seq {
                             return Err(cur.error_at(tag_offset, "table sequence range is reversed".to_string()));
                         }
@@ -451,6 +454,7 @@ mod tests {
                 log_refs: vec![(SegmentId(3), 1000), (SegmentId(9), 24)],
                 smallest_seq: SequenceNumber(4),
                 largest_seq: SequenceNumber(99),
+                range_clean_below: SequenceNumber(50),
             },
         );
         edit.range_tombstones_added.push(RangeTombstone {

@@ -65,6 +65,9 @@ pub struct FileMetaData {
     pub smallest_seq: SequenceNumber,
     /// Largest sequence number of any entry (`MAX_SEQUENCE` when unknown).
     pub largest_seq: SequenceNumber,
+    /// No range delete at or below this sequence number covers an entry of the table: it was
+    /// written after them, or by a compaction that dropped everything they cover (0 = unknown).
+    pub range_clean_below: SequenceNumber,
 }
 
 impl FileMetaData {
@@ -329,20 +332,26 @@ impl Version {
             .collect()
     }
 
-    /// Range deletes that no longer cover anything: no table over their range holds an entry
-    /// older than them. (Memtables never do: a delete reaches the version when its memtable is
-    /// flushed, and every later memtable holds only newer writes.)
+    /// Range deletes that no longer cover anything: every table over their range either holds
+    /// only newer entries or was written by a compaction that applied them. (Memtables never
+    /// hold covered entries: a delete reaches the version when its memtable is flushed, and
+    /// every later memtable holds only newer writes.)
     pub fn retired_tombstones(&self) -> Vec<RangeTombstone> {
         self.range_tombstones
             .iter()
             .filter(|t| {
                 !self.all_files().any(|(_, f)| {
                     let (lo, hi) = f.user_range();
-                    t.overlaps(lo, hi) && f.smallest_seq < t.seq
+                    t.overlaps(lo, hi) && f.smallest_seq < t.seq && f.range_clean_below < t.seq
                 })
             })
             .cloned()
             .collect()
+    }
+
+    /// The newest durable range delete's sequence number (0 if none).
+    pub fn newest_range_delete(&self) -> SequenceNumber {
+        self.range_tombstones.iter().map(|t| t.seq).max().unwrap_or_default()
     }
 }
 

@@ -24,6 +24,7 @@ fn table(number: u64, smallest: &str, largest: &str) -> FileMetaData {
         log_refs: Vec::new(),
         smallest_seq: SequenceNumber(5),
         largest_seq: SequenceNumber(10),
+        range_clean_below: SequenceNumber(0),
     }
 }
 

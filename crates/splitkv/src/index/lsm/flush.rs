@@ -70,7 +70,13 @@ impl Shared {
         let mut edit = VersionEdit::default();
         let mut dropped_pointers = Vec::new();
         if imm.len() > 0 {
-            let splits = self.catalog.lock().current().partition_splits().to_vec();
+            let (splits, clean_below) = {
+                let current = self.catalog.lock().current();
+                // The memtable's entries are newer than every durable range delete, and the
+                // ones its own deletes cover are left out below.
+                let own = imm.range_tombstones().iter().map(|t| t.seq).max().unwrap_or_default();
+                (current.partition_splits().to_vec(), current.newest_range_delete().max(own))
+            };
             let covering = imm.range_fragments();
             let snapshots = self.snapshots.all();
             let stripe = |seq: SequenceNumber| snapshots.partition_point(|s| *s < seq);
@@ -78,7 +84,8 @@ impl Shared {
             let mut sink =
                 TableSink::new(&self.fs, &self.dir, self.table_options_for_build(), u64::MAX, &mut next_number)
                     .with_learning(Some(&self.learning))
-                    .with_partitions(&splits);
+                    .with_partitions(&splits)
+                    .with_range_clean_below(clean_below);
             let mut it = imm.iter();
             it.seek_to_first()?;
             while it.valid() {
@@ -92,6 +99,9 @@ impl Shared {
                     dropped_pointers.extend(pointer);
                 } else {
                     sink.add(it.key(), it.value(), pointer)?;
+                    if covered.is_some() {
+                        sink.note_kept_covered();
+                    }
                 }
                 it.next()?;
             }

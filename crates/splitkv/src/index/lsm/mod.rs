@@ -393,8 +393,14 @@ impl Index for LsmIndex {
                 for level in 0..sv.version.num_levels() {
                     for f in sv.version.files(level) {
                         out.push_str(&format!(
-                            "L{level} #{} {} bytes [{:?} .. {:?}]\n",
-                            f.number, f.file_size, f.smallest, f.largest
+                            "L{level} #{} {} bytes [{:?} .. {:?}] seq {}..={} range-clean<={}\n",
+                            f.number,
+                            f.file_size,
+                            f.smallest,
+                            f.largest,
+                            f.smallest_seq.0,
+                            f.largest_seq.0,
+                            f.range_clean_below.0
                         ));
                     }
                 }

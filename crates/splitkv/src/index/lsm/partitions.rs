@@ -53,8 +53,12 @@ impl Shared {
             return Ok(());
         }
         // The delete must survive a crash before the tables it replaces are gone.
-        self.log.sync()?;
-        self.drop_covered_tables(&tombstone)
+        let dropped = self.log.sync().and_then(|()| self.drop_covered_tables(&tombstone));
+        if let Err(e) = &dropped {
+            // The durable state is unknown from here on, as after any failed flush.
+            self.set_bg_error(&mut self.state.lock(), e);
+        }
+        dropped
     }
 
     /// Drops, in one edit, every table wholly inside the delete's range with only older entries.
@@ -99,15 +103,18 @@ impl Shared {
                 self.drop_covered_tables(t)?;
             }
         }
-        self.catalog.record_with(|set| VersionEdit {
-            range_tombstones_removed: set.current().retired_tombstones(),
-            ..VersionEdit::default()
+        let mut changed = false;
+        self.catalog.record_with(|set| {
+            let current = set.current();
+            let mut edit = VersionEdit { range_tombstones_removed: current.retired_tombstones(), ..VersionEdit::default() };
+            if let Some(target) = self.options.partition_target_bytes {
+                edit.partition_splits_added = oversized_partition_splits(&current, target);
+            }
+            changed = !edit.is_empty();
+            edit
         })?;
-        if let Some(target) = self.options.partition_target_bytes {
-            self.catalog.record_with(|set| VersionEdit {
-                partition_splits_added: oversized_partition_splits(&set.current(), target),
-                ..VersionEdit::default()
-            })?;
+        if changed {
+            self.install_super_version(&self.state.lock());
         }
         Ok(())
     }

@@ -165,7 +165,16 @@ impl Shared {
                 edit.deleted_files.push((level + which, f.number));
             }
         }
-        if compaction.is_trivial_move() {
+        // A table that may hold range-deleted entries is rewritten rather than moved, so the
+        // delete is applied (and can retire).
+        let holds_deleted = |f: &FileMetaData| {
+            let version = self.catalog.lock().current();
+            let (lo, hi) = f.user_range();
+            version.range_tombstones().iter().any(|t| {
+                t.overlaps(lo, hi) && f.smallest_seq < t.seq && f.range_clean_below < t.seq
+            })
+        };
+        if compaction.is_trivial_move() && !holds_deleted(&compaction.inputs[0][0]) {
             let file = &compaction.inputs[0][0];
             edit.new_files.push((level + 1, FileMetaData::clone(file)));
             self.catalog.record_with(|set| if inputs_still_current(set, &edit) { edit } else { VersionEdit::default() })?;
@@ -203,6 +212,7 @@ impl Shared {
                     new_file_number: &mut new_file_number,
                     preempt: &mut preempt,
                     range_fragments: Arc::clone(started_from.range_fragments()),
+                    range_clean_below: started_from.newest_range_delete(),
                     partition_splits: started_from.partition_splits(),
                 },
             )
@@ -258,9 +268,22 @@ impl Shared {
         let _guard = self.compaction_lock.write();
         // Like LevelDB: push the range down to the deepest level that already holds part of it,
         // so data ends where a full compaction would leave it without rewriting empty levels.
+        // Range deletes over the range are applied by rewriting: then the deepest level is
+        // pushed down one more (when there is a level below), or its covered data would stay.
         let deepest = {
             let version = self.catalog.lock().current();
-            (1..version.num_levels()).rev().find(|&l| !version.overlapping_files(l, begin, end).is_empty()).unwrap_or(1)
+            let deepest = (1..version.num_levels())
+                .rev()
+                .find(|&l| !version.overlapping_files(l, begin, end).is_empty())
+                .unwrap_or(1);
+            let deletes_apply = version.range_tombstones().iter().any(|t| {
+                begin.is_none_or(|b| b < t.end.as_slice()) && end.is_none_or(|e| t.start.as_slice() <= e)
+            });
+            if deletes_apply && deepest + 1 < version.num_levels() {
+                deepest + 1
+            } else {
+                deepest
+            }
         };
         for level in 0..deepest {
             let version = self.catalog.lock().current();
