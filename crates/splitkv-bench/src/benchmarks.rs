@@ -149,6 +149,8 @@ pub(crate) fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
         }
         "deleteseq" => run(delete_seq),
         "deletefraction" => run(delete_fraction),
+        "deleterange" => run(delete_ranges),
+        "newiterator" => run(new_iterator),
         "deleterandom" => run(delete_random),
         "compact" => run(compact),
         "gc" => run(collect_garbage),
@@ -167,6 +169,7 @@ pub(crate) fn expected_ops(name: &str, workload: &Workload, threads: usize, flag
         "compact" | "gc" | "stats" => None,
         // Spread over the threads, key `k` goes when `k % 100 < percent`.
         "deletefraction" => Some(workload.num * u64::from(flags.delete_percent) / 100),
+        "deleterange" => Some(u64::from(flags.delete_ranges)),
         // Each thread walks at most the whole key space.
         "readseq" | "readreverse" => Some(workload.reads.min(workload.num) * threads),
         _ if name.starts_with("fill") || name.starts_with("delete") || name == "overwrite" => {
@@ -354,6 +357,35 @@ pub(crate) fn delete_fraction(ctx: &Context<'_>, thread: &mut ThreadState) -> Be
         ctx.engine.delete(key.set(k), ctx.workload.sync)?;
         ctx.tracking.db_bench.set(k, 0);
         thread.stats.add_user_bytes_written(key.len() as u64);
+        thread.stats.finished_single_op();
+    }
+    Ok(())
+}
+
+/// Deletes `--delete_percent` of the keys as `--delete_ranges` range deletes: the first share
+/// of each of that many equal slices of the key space. One operation per range.
+pub(crate) fn delete_ranges(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let (mut start_key, mut end_key) = (KeyBuffer::new(ctx.flags.key_prefix), KeyBuffer::new(ctx.flags.key_prefix));
+    let ranges = u64::from(ctx.flags.delete_ranges);
+    let num = ctx.workload.num;
+    let percent = u64::from(ctx.flags.delete_percent);
+    let (first, last) = thread_share(ranges, thread.index, ctx.flags.threads);
+    for r in first..last {
+        let start = num * r / ranges;
+        let end = start + (num * (r + 1) / ranges - start) * percent / 100;
+        ctx.engine.delete_range(start_key.set(start), end_key.set(end))?;
+        thread.stats.finished_single_op();
+        for k in start..end {
+            ctx.tracking.db_bench.set(k, 0);
+        }
+    }
+    Ok(())
+}
+
+/// Creates `--reads` iterators, one at a time, without positioning them.
+pub(crate) fn new_iterator(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    for _ in 0..ctx.workload.reads {
+        ctx.engine.new_iterator()?;
         thread.stats.finished_single_op();
     }
     Ok(())

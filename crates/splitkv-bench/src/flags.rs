@@ -99,8 +99,12 @@ pub struct Flags {
     pub hash_shards: Option<usize>,
     /// splitkv: SSTable index blocks (`--index_kind=binary|learned|adaptive`).
     pub index_block_kind: Option<String>,
-    /// Share of keys `deletefraction` deletes, in percent.
+    /// Share of keys `deletefraction` and `deleterange` delete, in percent.
     pub delete_percent: u8,
+    /// Ranges `deleterange` deletes (100).
+    pub delete_ranges: u32,
+    /// splitkv: partitions of the key space, equal shares of `--num` (1: none).
+    pub partitions: usize,
     /// splitkv: value-log GC policy (`oldest`, `greedy` or `costbenefit`; checked when parsed).
     pub gc_policy: Option<String>,
     /// splitkv: garbage fraction at which background GC cleans a segment.
@@ -202,6 +206,8 @@ impl Default for Flags {
             index_block_kind: None,
             hash_shards: None,
             delete_percent: 50,
+            delete_ranges: 100,
+            partitions: 1,
             gc_policy: None,
             gc_threshold: None,
             space_budget: None,
@@ -289,7 +295,8 @@ usage: splitkv-bench [--name=value ...]
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
-  --delete_percent=N (50, for deletefraction)  --batch_size=N (1, keys per multireadrandom call)
+  --delete_percent=N (50, for deletefraction and deleterange)  --delete_ranges=N (100)
+  --batch_size=N (1, keys per multireadrandom call)  --partitions=N (1, equal key ranges; splitkv)
   --index=lsm|hash  --hash_capacity=N (--num)  --hash_shards=N (1)                 (splitkv)
   --index_kind=binary|learned|adaptive (SSTable index blocks; binary)             (splitkv)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
@@ -419,6 +426,11 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "hash_shards" => flags.hash_shards = Some(size()?),
         "prefetch" => flags.prefetch = Some(boolean()?),
         "prefetch_threads" => flags.prefetch_threads = Some(size()?),
+        "delete_ranges" => {
+            flags.delete_ranges =
+                u32::try_from(number("a count")?).ok().filter(|n| *n > 0).ok_or_else(|| bad("a positive count"))?
+        }
+        "partitions" => flags.partitions = size()?.max(1),
         "delete_percent" => {
             flags.delete_percent =
                 u8::try_from(number("a percentage")?).ok().filter(|p| *p <= 100).ok_or_else(|| bad("a percentage"))?

@@ -446,6 +446,12 @@ impl Engine for LevelDbEngine {
         Ok(landed)
     }
 
+    fn new_iterator(&self) -> BenchResult<()> {
+        // SAFETY: live handle; the iterator is destroyed when dropped.
+        let iter = OwnedIterator(unsafe { leveldb_create_iterator(self.db, self.read_options) });
+        iter.status()
+    }
+
     fn compact(&self) -> BenchResult<()> {
         // SAFETY: null bounds mean the whole key range.
         unsafe { leveldb_compact_range(self.db, ptr::null(), 0, ptr::null(), 0) };

@@ -88,6 +88,13 @@ pub trait Engine: Send + Sync {
     fn scan_from(&self, start: &[u8], limit: usize, visit: &mut dyn FnMut(&[u8], &[u8])) -> BenchResult<usize>;
     /// Opens an iterator, seeks to `target` and reports whether it landed exactly on it.
     fn seek_lands_on(&self, target: &[u8]) -> BenchResult<bool>;
+    /// Removes every key in `[start, end)`: RocksDB's `DeleteRange`, splitkv's `delete_range`.
+    /// LevelDB has none.
+    fn delete_range(&self, _start: &[u8], _end: &[u8]) -> BenchResult<()> {
+        Err("this engine has no range delete".into())
+    }
+    /// Creates an iterator and drops it unpositioned (what creating one costs).
+    fn new_iterator(&self) -> BenchResult<()>;
     /// Compacts the whole key range.
     fn compact(&self) -> BenchResult<()>;
     /// Writes the memtable out, so that reopening replays (and reads) no log. LevelDB's C API

@@ -190,6 +190,18 @@ impl Engine for RocksDbEngine {
         Ok(landed)
     }
 
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> BenchResult<()> {
+        let mut batch = WriteBatch::default();
+        batch.delete_range(start, end);
+        Ok(self.db.write_opt(batch, &write_options(false))?)
+    }
+
+    fn new_iterator(&self) -> BenchResult<()> {
+        let iter = self.db.raw_iterator();
+        iter.status()?;
+        Ok(())
+    }
+
     fn compact(&self) -> BenchResult<()> {
         self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
         Ok(())

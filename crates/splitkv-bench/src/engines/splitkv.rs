@@ -57,6 +57,13 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(n) = flags.write_buffer_size {
         options.write_buffer_size = n;
     }
+    if flags.partitions > 1 {
+        // Equal shares of the key numbers `--num` spans.
+        let mut key = crate::keys::KeyBuffer::new(flags.key_prefix);
+        let n = u64::from(flags.num);
+        options.partition_split_points =
+            (1..flags.partitions).map(|i| key.set(n * i as u64 / flags.partitions as u64).to_vec()).collect();
+    }
     if let Some(n) = flags.block_size {
         options.block_size = n;
     }
@@ -204,6 +211,15 @@ impl Engine for SplitkvEngine {
         let mut iter = self.db.iter(self.read_options.clone())?;
         iter.seek(target)?;
         Ok(iter.valid() && iter.key() == target)
+    }
+
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> BenchResult<()> {
+        Ok(self.db.delete_range(start, end)?)
+    }
+
+    fn new_iterator(&self) -> BenchResult<()> {
+        drop(self.db.iter(self.read_options.clone())?);
+        Ok(())
     }
 
     fn compact(&self) -> BenchResult<()> {

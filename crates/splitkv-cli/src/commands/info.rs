@@ -158,6 +158,26 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
     let live = on_disk.saturating_sub(garbage);
     let space_amplification = if live == 0 { 1.0 } else { on_disk as f64 / live as f64 };
     let show_key = |k: &Option<InternalKey>| k.as_ref().map(|k| out.style.show(k.user_key()));
+    // Partitions: bounds from the split keys, tables counted by the partition of their first key.
+    let splits = version.partition_splits();
+    let partitions: Vec<(Option<String>, Option<String>, usize, u64)> = (0..=splits.len())
+        .map(|i| {
+            let start = i.checked_sub(1).map(|j| splits[j].as_slice());
+            let (mut tables, mut bytes) = (0, 0);
+            for (_, f) in version.all_files() {
+                if version.partition_of(f.smallest.user_key()).0 == start {
+                    tables += 1;
+                    bytes += f.file_size;
+                }
+            }
+            (start.map(|k| out.style.show(k)), splits.get(i).map(|k| out.style.show(k)), tables, bytes)
+        })
+        .collect();
+    let range_deletes: Vec<Value> = version
+        .range_tombstones()
+        .iter()
+        .map(|t| json!({ "start": out.style.show(&t.start), "end": out.style.show(&t.end), "sequence": t.seq.0 }))
+        .collect();
 
     if out.json {
         print_json(&json!({
@@ -176,6 +196,10 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
                 "level": level, "files": files, "bytes": bytes,
                 "smallest_key": show_key(smallest), "largest_key": show_key(largest),
             })).collect::<Vec<_>>(),
+            "partitions": partitions.iter().map(|(start, end, tables, bytes)| json!({
+                "start": start, "end": end, "tables": tables, "bytes": bytes,
+            })).collect::<Vec<_>>(),
+            "range_deletes": range_deletes,
             "segments": segments.iter().map(|s| json!({
                 "id": s.id.0, "bytes": s.bytes, "live_bytes": s.live_bytes, "garbage_bytes": s.garbage_bytes,
                 "hole_bytes": s.hole_bytes, "in_manifest": s.in_manifest,
@@ -216,6 +240,17 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
                 _ => String::new(),
             };
             outln!("{level:>5} {files:>6} {:>11}  {range}", format::size(*bytes));
+        }
+        if partitions.len() > 1 {
+            outln!();
+            outln!("partition  tables        size  key range");
+            for (i, (start, end, tables, bytes)) in partitions.iter().enumerate() {
+                let (start, end) = (start.as_deref().unwrap_or("(first)"), end.as_deref().unwrap_or("(last)"));
+                outln!("{i:>9} {tables:>7} {:>11}  {start} .. {end}", format::size(*bytes));
+            }
+        }
+        if !range_deletes.is_empty() {
+            outln!("range deletes in the MANIFEST: {}", range_deletes.len());
         }
     }
     outln!();

@@ -7,7 +7,8 @@
 //! every older version of its key is too. Entries above the read sequence pass through (the
 //! database iterator ignores them anyway).
 //!
-//! Cost: one binary search over the fragments per entry stepped over. A scan through a range
+//! Cost: one binary search per source of deletes (each memtable, the version: each keeps its
+//! own fragments, so creating a cursor rebuilds nothing) per entry stepped over. A scan through a range
 //! whose data is deleted but not yet compacted away still steps over every covered entry; the
 //! partitioned layout avoids that by dropping whole tables (see `version::Version::files_covered_by`).
 
@@ -17,23 +18,24 @@ use super::{EntryOrigin, InternalIterator};
 use crate::range_del::Fragments;
 use crate::types::{parse_internal_key, SequenceNumber};
 
-/// An iterator that skips the entries `fragments` cover for a reader at `read_seq`.
+/// An iterator that skips the entries any of `sources` covers for a reader at `read_seq`.
 pub struct CoveredFilter<I> {
     inner: I,
-    fragments: Arc<Fragments>,
+    sources: Vec<Arc<Fragments>>,
     read_seq: SequenceNumber,
 }
 
 impl<I: InternalIterator> CoveredFilter<I> {
     /// Filters `inner`.
-    pub fn new(inner: I, fragments: Arc<Fragments>, read_seq: SequenceNumber) -> Self {
-        CoveredFilter { inner, fragments, read_seq }
+    pub fn new(inner: I, sources: Vec<Arc<Fragments>>, read_seq: SequenceNumber) -> Self {
+        CoveredFilter { inner, sources, read_seq }
     }
 
     fn covered(&self) -> bool {
         // A malformed key passes through: the layer above reports it with its origin.
-        parse_internal_key(self.inner.key())
-            .is_some_and(|p| self.fragments.covers(p.user_key, p.sequence, self.read_seq))
+        parse_internal_key(self.inner.key()).is_some_and(|p| {
+            p.sequence <= self.read_seq && self.sources.iter().any(|f| f.covers(p.user_key, p.sequence, self.read_seq))
+        })
     }
 
     fn skip_forward(&mut self) -> crate::Result<()> {
@@ -126,8 +128,8 @@ mod tests {
     #[test]
     fn covered_entries_are_skipped_in_both_directions() {
         let t = RangeTombstone { start: b"b".to_vec(), end: b"d".to_vec(), seq: SequenceNumber(5) };
-        let fragments = Arc::new(Fragments::new(&[t]));
-        let mut it = CoveredFilter::new(VecIterator::new(entries()), Arc::clone(&fragments), SequenceNumber(10));
+        let fragments = vec![Arc::new(Fragments::new(&[t])), Arc::new(Fragments::default())];
+        let mut it = CoveredFilter::new(VecIterator::new(entries()), fragments.clone(), SequenceNumber(10));
         it.seek_to_first().unwrap();
         let expect = vec![("a".to_string(), 1), ("b".to_string(), 9), ("d".to_string(), 4)];
         assert_eq!(keys(&mut it, true), expect);

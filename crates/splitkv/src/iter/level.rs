@@ -47,7 +47,8 @@ pub type LevelFileOpener = Arc<dyn Fn(&LevelFile) -> Result<Box<dyn InternalIter
 
 /// Concatenates the files of one level into a single [`InternalIterator`].
 pub struct LevelIterator {
-    files: Vec<LevelFile>,
+    // Shared: an index builds a level's list once per version, not once per cursor.
+    files: Arc<[LevelFile]>,
     open: LevelFileOpener,
     /// Index into `files` of the open file; meaningful only while `current` is `Some`.
     file_index: usize,
@@ -57,7 +58,8 @@ pub struct LevelIterator {
 
 impl LevelIterator {
     /// Iterates `files` (sorted, non-overlapping), opening each through `open` when reached.
-    pub fn new(files: Vec<LevelFile>, open: LevelFileOpener) -> Self {
+    pub fn new(files: impl Into<Arc<[LevelFile]>>, open: LevelFileOpener) -> Self {
+        let files = files.into();
         LevelIterator { files, open, file_index: 0, current: None }
     }
 
@@ -227,7 +229,7 @@ mod tests {
             .enumerate()
             .map(|(id, (_, _, keys))| (id as u64, keys.iter().map(|k| (ikey(k, 1), k.as_bytes().to_vec())).collect()))
             .collect();
-        let level_files = files
+        let level_files: Vec<LevelFile> = files
             .iter()
             .enumerate()
             .map(|(id, (smallest, largest, _))| LevelFile {

@@ -29,7 +29,7 @@ use crate::types::FileNumber;
 pub const MANIFEST_MAGIC: [u8; 8] = *b"SKVMANIF";
 /// Version of the MANIFEST layout written by this code; readers refuse newer versions.
 /// Version 2 added skipped ranges and garbage surveys (edit tags 10 and 11).
-pub const MANIFEST_FORMAT_VERSION: u32 = 3;
+pub const MANIFEST_FORMAT_VERSION: u32 = 4;
 /// Oldest MANIFEST layout this code reads (version 1 is version 2 without tags 10 and 11;
 /// version 2 is version 3 without tag 12).
 pub const MANIFEST_MIN_FORMAT_VERSION: u32 = 1;

@@ -39,6 +39,7 @@ use crate::compaction::picker::{InFlight, PickSettings};
 use crate::compaction::{CompactionListener, CompactionPolicy};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
+use crate::iter::level::LevelFile;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
 use crate::options::Options;
@@ -57,6 +58,29 @@ pub struct SuperVersion {
     pub imm: Option<Arc<Memtable>>,
     /// The SSTables.
     pub version: Arc<Version>,
+    /// Each level's files as cursors walk them (index = level; level 0 empty), built once here
+    /// rather than by every cursor.
+    level_files: Vec<Arc<[LevelFile]>>,
+}
+
+impl SuperVersion {
+    fn new(mem: Arc<Memtable>, imm: Option<Arc<Memtable>>, version: Arc<Version>) -> SuperVersion {
+        let level_files = (0..version.num_levels())
+            .map(|level| {
+                let files = if level == 0 { &[][..] } else { version.files(level) };
+                files
+                    .iter()
+                    .map(|f| LevelFile {
+                        id: f.number.0,
+                        size: f.file_size,
+                        smallest: f.smallest.0.clone(),
+                        largest: f.largest.0.clone(),
+                    })
+                    .collect()
+            })
+            .collect();
+        SuperVersion { mem, imm, version, level_files }
+    }
 }
 
 struct State {
@@ -127,7 +151,7 @@ impl LsmIndex {
         ));
         let mem = Arc::new(Memtable::new(parts.catalog.log_head()));
         let version = parts.catalog.lock().current();
-        let super_version = Arc::new(SuperVersion { mem: Arc::clone(&mem), imm: None, version });
+        let super_version = Arc::new(SuperVersion::new(Arc::clone(&mem), None, version));
         let shared = Arc::new(Shared {
             fs: Arc::clone(&options.fs),
             dir: parts.dir,
@@ -196,7 +220,7 @@ impl Shared {
     /// Publishes the memtables of `state` with the catalog's current version to readers.
     fn install_super_version(&self, state: &State) {
         let version = self.catalog.lock().current();
-        let sv = SuperVersion { mem: Arc::clone(&state.mem), imm: state.imm.clone(), version };
+        let sv = SuperVersion::new(Arc::clone(&state.mem), state.imm.clone(), version);
         *self.super_version.write() = Arc::new(sv);
     }
 

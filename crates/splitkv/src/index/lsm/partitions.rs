@@ -52,6 +52,13 @@ impl Shared {
             self.state.lock().pending_reclaims.push(tombstone);
             return Ok(());
         }
+        let covers_tables = {
+            let current = self.catalog.lock().current();
+            !current.files_covered_by(start, end, seq).is_empty()
+        };
+        if !covers_tables {
+            return Ok(());
+        }
         // The delete must survive a crash before the tables it replaces are gone.
         let dropped = self.log.sync().and_then(|()| self.drop_covered_tables(&tombstone));
         if let Err(e) = &dropped {

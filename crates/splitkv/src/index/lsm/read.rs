@@ -22,7 +22,7 @@ use crate::iter::level::{LevelFile, LevelIterator};
 use crate::iter::merge::MergingIterator;
 use crate::iter::{EntryOrigin, InternalIterator, KeepAlive};
 use crate::memtable::Lookup;
-use crate::range_del::{Fragments, RangeTombstone};
+use crate::range_del::Fragments;
 use crate::stats::Counters;
 use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::Version;
@@ -109,18 +109,16 @@ impl Shared {
         decode_stored(parsed.kind, value, origin)
     }
 
-    /// The range deletes a reader at `seq` of `sv` must honour, fragmented; `None` if none.
-    fn range_deletes_for(sv: &SuperVersion, seq: SequenceNumber) -> Option<Arc<Fragments>> {
-        let mut visible: Vec<RangeTombstone> = Vec::new();
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
-            visible.extend(mem.range_tombstones().into_iter().filter(|t| t.seq <= seq));
+    /// The fragmented range deletes of every source of `sv` (memtables, then the version);
+    /// empty if there are none. Each source keeps its own fragments, so a cursor costs no
+    /// rebuild.
+    fn range_deletes_of(sv: &SuperVersion) -> Vec<Arc<Fragments>> {
+        let mut sets: Vec<Arc<Fragments>> =
+            std::iter::once(&sv.mem).chain(sv.imm.as_ref()).filter_map(|m| m.range_fragments()).collect();
+        if !sv.version.range_fragments().is_empty() {
+            sets.push(Arc::clone(sv.version.range_fragments()));
         }
-        if visible.is_empty() {
-            let version = sv.version.range_fragments();
-            return (!version.is_empty()).then(|| Arc::clone(version));
-        }
-        visible.extend(sv.version.range_tombstones().iter().filter(|t| t.seq <= seq).cloned());
-        Some(Arc::new(Fragments::new(&visible)))
+        sets
     }
 
     /// A merged cursor over every entry of the current super version, which it keeps alive,
@@ -136,19 +134,10 @@ impl Shared {
             children.push(Box::new(table.iter(fill_cache)));
         }
         for level in 1..sv.version.num_levels() {
-            let files = sv.version.files(level);
-            if files.is_empty() {
+            let level_files = Arc::clone(&sv.level_files[level]);
+            if level_files.is_empty() {
                 continue;
             }
-            let level_files = files
-                .iter()
-                .map(|f| LevelFile {
-                    id: f.number.0,
-                    size: f.file_size,
-                    smallest: f.smallest.0.clone(),
-                    largest: f.largest.0.clone(),
-                })
-                .collect();
             let cache = Arc::clone(&self.table_cache);
             let open = Arc::new(move |f: &LevelFile| -> Result<Box<dyn InternalIterator>> {
                 let table = cache.get_table(FileNumber(f.id), f.size)?;
@@ -158,10 +147,9 @@ impl Shared {
         }
         let merged = MergingIterator::new(children);
         // The iterator keeps its super version, and so every file it may still open, alive.
-        Ok(match seq.and_then(|seq| Some((seq, Self::range_deletes_for(&sv, seq)?))) {
-            Some((seq, fragments)) => {
-                Box::new(KeepAlive { inner: CoveredFilter::new(merged, fragments, seq), keep: sv })
-            }
+        let deletes = seq.map(|seq| (seq, Self::range_deletes_of(&sv))).filter(|(_, sets)| !sets.is_empty());
+        Ok(match deletes {
+            Some((seq, sets)) => Box::new(KeepAlive { inner: CoveredFilter::new(merged, sets, seq), keep: sv }),
             None => Box::new(KeepAlive { inner: merged, keep: sv }),
         })
     }
