@@ -32,12 +32,17 @@ use std::thread::JoinHandle;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
+mod completion;
 mod gc_host;
 mod iterator;
 mod multi_get;
 mod open;
+mod publish;
 mod read_ahead;
+mod shards;
 mod write;
+
+pub use completion::Completion;
 
 pub use iterator::{DbIterator, RangeIter};
 pub use multi_get::{MultiGet, MultiGetResult};
@@ -57,6 +62,8 @@ use crate::vlog::gc::{GarbageCollector, GcOutcome};
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::ValueLog;
 use gc_host::SurveyMark;
+use publish::PublishOrder;
+use shards::{Request, ShardFront};
 use write::PendingWrite;
 
 struct DbInner {
@@ -79,6 +86,14 @@ struct DbInner {
     /// The same for the last batch of point reads (`multi_get`), whose values lie elsewhere.
     point_values_cached: AtomicBool,
     writers: Mutex<VecDeque<Arc<PendingWrite>>>,
+    /// Shard workers commit holding it shared; the group-commit leader, and a worker that
+    /// checkpoints, hold it exclusively, so that they run while nothing is appended or applying.
+    commit_gate: RwLock<()>,
+    /// The last sequence number given to an appended record; held while appending, which orders
+    /// the log. Equals `last_sequence` whenever no shard worker's group awaits publication.
+    log_order: Mutex<u64>,
+    /// Publishes shard workers' groups in sequence order.
+    publish: PublishOrder,
     poisoned: Mutex<Option<String>>,
     gc: GarbageCollector,
     /// Point reads hold it shared between reading a pointer and reading its value; GC takes it
@@ -104,6 +119,8 @@ struct DbInner {
 pub struct Db {
     inner: Arc<DbInner>,
     gc_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The hash mode's request shards, when `IndexKind::Hash { shards }` asks for two or more.
+    front: Option<ShardFront>,
 }
 
 impl std::fmt::Debug for Db {
@@ -121,6 +138,9 @@ impl Db {
     }
 
     fn stop_background(&self) {
+        if let Some(front) = &self.front {
+            front.shutdown();
+        }
         self.inner.gc_stop.store(true, Ordering::Release);
         self.inner.gc_wake.1.notify_all();
         if let Some(handle) = self.gc_thread.lock().take() {
@@ -165,11 +185,30 @@ impl Db {
 
     /// Applies `batch` atomically.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.submit_write(opts, batch).wait()
+    }
+
+    /// Submits `batch` to be applied atomically, and returns at once with the handle its result
+    /// arrives through. With the hash mode's request shards (`IndexKind::Hash { shards: 2.. }`)
+    /// a batch whose keys all belong to one shard is queued to that shard's worker; any other
+    /// batch, and every batch without shards, is written on the calling thread through group
+    /// commit before this returns. A write is visible to reads once its handle holds `Ok`.
+    pub fn submit_write(&self, opts: &WriteOptions, batch: WriteBatch) -> Completion<()> {
         if batch.is_empty() && !opts.sync {
-            return Ok(());
+            return Completion::ready(Ok(()));
         }
-        self.inner.wait_for_log_space()?;
-        self.inner.submit(PendingWrite::new(batch, opts.sync))
+        if let Err(e) = self.inner.wait_for_log_space() {
+            return Completion::ready(Err(e));
+        }
+        if let Some(front) = &self.front {
+            if let Some(shard) = shards::single_shard(&batch, front.shards()) {
+                let (handle, done) = Completion::pair();
+                // A failed send drops the request, whose completer then answers `Closed`.
+                let _ = front.send(shard, Request::Write { batch, sync: opts.sync, done });
+                return handle;
+            }
+        }
+        Completion::ready(self.inner.submit(PendingWrite::new(batch, opts.sync)))
     }
 
     /// The value of `key`, or `None`.
@@ -179,15 +218,23 @@ impl Db {
 
     /// The value of `key` with read options (snapshot, cache filling).
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.submit_get(opts, key).wait()
+    }
+
+    /// Submits a point read and returns the handle its value arrives through. With the hash
+    /// mode's request shards the key's shard worker serves it; otherwise it is read on the
+    /// calling thread before this returns. The read sees the database as of this call (or as of
+    /// `opts.snapshot`, which must outlive the handle's wait for the snapshot to pin anything).
+    pub fn submit_get(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Completion<Option<Bytes>> {
         let key = key.as_ref();
         let seq = self.inner.read_sequence(opts);
-        Counters::add(&self.inner.counters.gets, 1);
-        let _no_segment_release = self.inner.gc_barrier.read();
-        match self.inner.index.get(key, seq, opts.fill_cache)? {
-            None => Ok(None),
-            Some(IndexValue::Inline(v)) => Ok(Some(v)),
-            Some(IndexValue::Pointer(ptr)) => self.inner.read_pointer(&ptr, key).map(Some),
+        if let Some(front) = &self.front {
+            let (handle, done) = Completion::pair();
+            let shard = shards::shard_of(key, front.shards());
+            let _ = front.send(shard, Request::Get { key: key.to_vec(), seq, fill_cache: opts.fill_cache, done });
+            return handle;
         }
+        Completion::ready(self.inner.get_at(key, seq, opts.fill_cache))
     }
 
     /// A consistent read view as of now.
@@ -325,6 +372,17 @@ impl DbInner {
         match &opts.snapshot {
             Some(s) => s.sequence(),
             None => SequenceNumber(self.last_sequence.load(Ordering::Acquire)),
+        }
+    }
+
+    /// The value of `key` visible at `seq`.
+    fn get_at(&self, key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<Bytes>> {
+        Counters::add(&self.counters.gets, 1);
+        let _no_segment_release = self.gc_barrier.read();
+        match self.index.get(key, seq, fill_cache)? {
+            None => Ok(None),
+            Some(IndexValue::Inline(v)) => Ok(Some(v)),
+            Some(IndexValue::Pointer(ptr)) => self.read_pointer(&ptr, key).map(Some),
         }
     }
 
