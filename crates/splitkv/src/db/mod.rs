@@ -1,6 +1,9 @@
 //! [`Db`]: the public handle — open and recovery, the write path, reads and iterators.
 //!
-//! Write path (`write`): group commit, with the value log as the write-ahead log.
+//! Write path (`write`): group commit, with the value log as the write-ahead log. In the hash
+//! mode with request shards (`shards`), point reads and single-shard batches are queued to
+//! per-shard workers and answered through [`Completion`] handles (`publish` orders their
+//! groups' visibility); the synchronous API waits on the handles.
 //!
 //! Read path: the index maps a key to an inline value or a [`ValuePointer`]; pointers are
 //! resolved by one validated read from the value log. Batches of point reads (`multi_get`)

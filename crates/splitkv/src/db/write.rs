@@ -6,6 +6,12 @@
 //! for it, applies them to the index, publishes the last sequence number and wakes the group.
 //! This is LevelDB's group commit. GC relocations go through the same path, each batch alone,
 //! and skip any put whose key no longer maps to the pointer it replaces.
+//!
+//! With the hash mode's request shards (`shards`), shard workers commit their groups through
+//! `commit_shard_group` beside one another: only numbering and appending is serial (the
+//! log-order lock), and `publish` makes their groups visible in sequence order. The group-commit
+//! leader then runs alone: it holds the commit gate exclusively, which waits until no shard group
+//! is appended but unpublished.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
