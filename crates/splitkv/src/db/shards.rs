@@ -142,7 +142,9 @@ fn serve(db: &DbInner, queue: &Receiver<Request>) {
                 Request::Get { key, seq, fill_cache, done } => reads.push((key, seq, fill_cache, done)),
             }
         }
-        // Writes first: a read queued behind a write of its key then sees it.
+        // Writes first, so their callers are released before the reads' value I/O. The order
+        // changes no answer: a read sees the database at the sequence number it was submitted
+        // with.
         if !writes.is_empty() {
             let result = db.commit_shard_group(&writes);
             for done in write_done {
