@@ -5,6 +5,8 @@
 #   2. value sizes 64 B .. 64 KiB at SIZES_MB of data each (fillrandom,readrandom);
 #   3. GC cost with logical space amplification 1x and 5x: NUM_GC x 4 KiB loaded, then three
 #      overwrites under a physical space budget of 1.5x the data, holes punched, background GC.
+#   4. request shards: the hash mode with --hash_shards 1 (group commit), 2 and 4, under 1 and 2
+#      client threads (--threads), part 1's workloads, ROUNDS rounds (the report takes medians).
 # Engines for 1 and 2: splitkv's hash mode, splitkv's LSM mode, LevelDB and RocksDB.
 #
 # Environment:
@@ -14,7 +16,8 @@
 #   NUM_GC    keys in part 3 (default 65536, 256 MiB)
 #   OUT       output directory (default target/bench/hashmode)
 #   DB_DIR    where databases are made (default a temporary directory)
-#   PARTS     which parts to run (default "1 2 3")
+#   PARTS     which parts to run (default "1 2 3"; part 4 runs when named)
+#   ROUNDS    rounds of part 4 (default 3); FIRST_ROUND (default 1) adds rounds to an OUT
 source "$(dirname "$0")/../common.sh"
 
 DATA_MB=${DATA_MB:-1024}
@@ -24,6 +27,8 @@ NUM_GC=${NUM_GC:-65536}
 OUT=${OUT:-$REPO_ROOT/target/bench/hashmode}
 DB_DIR=${DB_DIR:-$(mktemp -d -t splitkv-hashmode-XXXXXX)}
 PARTS=${PARTS:-"1 2 3"}
+ROUNDS=${ROUNDS:-3}
+FIRST_ROUND=${FIRST_ROUND:-1}
 ENGINES="hash lsm leveldb rocksdb"
 KEY_SIZE=16
 
@@ -77,6 +82,22 @@ if [[ " $PARTS " == *" 3 "* ]]; then
         bench "p3-lsa$factor" hash --benchmarks=fillrandom,overwrite,overwrite,overwrite --num="$NUM_GC" \
             --value_size=4096 --space_budget="$budget" --space_amplification=none --gc_punch_holes=true \
             --gc_logical_space_factor="$factor" --gc_rate_limit=0 --stats=true
+    done
+fi
+
+if [[ " $PARTS " == *" 4 "* ]]; then
+    num=$(keys_for "$DATA_MB" 4096)
+    # Rounds outermost, so that a slow spell of the shared machine spreads over every cell.
+    for round in $(seq "$FIRST_ROUND" "$ROUNDS"); do
+        for threads in 1 2; do
+            for shards in 1 2 4; do
+                cell="s$shards-t$threads-r$round"
+                bench "p4-random-$cell" hash --benchmarks=fillrandom,readrandom --num="$num" \
+                    --reads="$READS" --value_size=4096 --hash_shards="$shards" --threads="$threads"
+                bench "p4-seq-$cell" hash --benchmarks=fillseq,readseq --num="$num" --value_size=4096 \
+                    --hash_shards="$shards" --threads="$threads"
+            done
+        done
     done
 fi
 

@@ -3,6 +3,7 @@
 docs/results/hashmode.md: absolute figures and ratios against LevelDB from the same run."""
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -90,11 +91,45 @@ def part3(out):
     print()
 
 
+def part4(out):
+    """Request shards vs group commit: medians over the rounds, and each run's figure."""
+    runs = {}
+    for path in sorted(out.glob("p4-*-r*.json")):
+        m = re.fullmatch(r"p4-(random|seq)-s(\d+)-t(\d+)-r(\d+)", path.stem)
+        if not m:
+            continue
+        kind, shards, threads = m.group(1), int(m.group(2)), int(m.group(3))
+        for name, bench in load(out, path.stem).items():
+            runs.setdefault((name, threads, shards), []).append(kops(bench))
+    if not runs:
+        return
+    print("### Request shards vs group commit (hash mode, 16 B keys, 4 KiB values)\n")
+    print("kops/s over all client threads, median of the rounds (each round's figure in brackets);")
+    print("shards 1 = group commit on the caller's thread.\n")
+    print("| benchmark | client threads | shards 1 | shards 2 | shards 4 | 2 vs 1 | 4 vs 1 |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in ["fillrandom", "readrandom", "fillseq", "readseq"]:
+        for threads in [1, 2]:
+            meds = {}
+            cells = []
+            for shards in [1, 2, 4]:
+                vals = runs.get((name, threads, shards))
+                if not vals:
+                    cells.append("n/a")
+                    continue
+                meds[shards] = statistics.median(vals)
+                cells.append(f"{meds[shards]:.1f} [{' / '.join(f'{v:.1f}' for v in vals)}]")
+            vs = [ratio(meds[s], meds.get(1)) if s in meds else "n/a" for s in (2, 4)]
+            print(f"| {name} | {threads} | {' | '.join(cells)} | {vs[0]} | {vs[1]} |")
+    print()
+
+
 def main():
     out = Path(sys.argv[1])
     part1(out)
     part2(out)
     part3(out)
+    part4(out)
 
 
 if __name__ == "__main__":

@@ -95,7 +95,8 @@ pub struct Flags {
     pub hash_index: bool,
     /// splitkv: buckets of a new hash table (default: `--num`).
     pub hash_capacity: Option<u64>,
-    /// splitkv: request shards of the hash mode.
+    /// splitkv: request shards of the hash mode (1: group commit, the default; N >= 2: the
+    /// half-sync/half-async front end with N queues and workers).
     pub hash_shards: Option<usize>,
     /// splitkv: SSTable index blocks (`--index_kind=binary|learned|adaptive`).
     pub index_block_kind: Option<String>,

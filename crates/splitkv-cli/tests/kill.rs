@@ -25,7 +25,9 @@
 //! hash index (SSHKV mode) runs the same modes except `copy-all-separated`, which differs from
 //! `copy` only in what the LSM index keeps inline (the hash index keeps every value in the
 //! log). Its table starts at 64 buckets, so chains form and the table grows (rehash and rename)
-//! while children are being killed.
+//! while children are being killed. The hash index behind two request shards (`hash-sharded-`)
+//! runs `no-gc` and `copy`: its single-key batches commit on a shard's worker and the rest
+//! through group commit, so kills land in both paths and in the hand-over between them.
 //!
 //! The test binary is its own child: with `SPLITKV_KILL_CHILD` set, the `child_entry` test runs
 //! the workload instead of returning (under `cargo test` and `cargo nextest` alike, since both
@@ -171,6 +173,9 @@ impl Mode {
 enum Index {
     Lsm,
     Hash,
+    /// The hash index behind two request shards: single-key batches commit on a shard's
+    /// worker, larger ones (which mostly span both shards) through group commit.
+    HashSharded,
 }
 
 /// One configuration the test kills: a mode over an index.
@@ -181,7 +186,7 @@ struct Case {
 }
 
 impl Case {
-    const ALL: [Case; 9] = [
+    const ALL: [Case; 11] = [
         Case::lsm(Mode::NoGc),
         Case::lsm(Mode::Copy),
         Case::lsm(Mode::CopyAllSeparated),
@@ -191,6 +196,8 @@ impl Case {
         Case::hash(Mode::Copy),
         Case::hash(Mode::PunchHoles),
         Case::hash(Mode::SpaceBudget),
+        Case { mode: Mode::NoGc, index: Index::HashSharded },
+        Case { mode: Mode::Copy, index: Index::HashSharded },
     ];
 
     const fn lsm(mode: Mode) -> Case {
@@ -207,6 +214,7 @@ impl Case {
         match self.index {
             Index::Lsm => self.mode.name().to_string(),
             Index::Hash => format!("hash-{}", self.mode.name()),
+            Index::HashSharded => format!("hash-sharded-{}", self.mode.name()),
         }
     }
 
@@ -225,8 +233,9 @@ impl Case {
             // modes' 256 KiB that exceeds the whole 1200-key working set, so only GC's forced
             // checkpoints (and none at all in `no-gc`) would ever write the table; 32 KiB lets
             // the write path checkpoint every few hundred keys, in every mode.
-            Index::Hash => {
-                Options { index: IndexKind::Hash { capacity: 64, shards: 1 }, write_buffer_size: 32 << 10, ..options }
+            Index::Hash | Index::HashSharded => {
+                let shards = if self.index == Index::HashSharded { 2 } else { 1 };
+                Options { index: IndexKind::Hash { capacity: 64, shards }, write_buffer_size: 32 << 10, ..options }
             }
         }
     }
@@ -234,7 +243,7 @@ impl Case {
     fn default_rounds(self) -> u32 {
         match self.index {
             Index::Lsm => DEFAULT_ROUNDS,
-            Index::Hash => HASH_ROUNDS,
+            Index::Hash | Index::HashSharded => HASH_ROUNDS,
         }
     }
 }
@@ -282,6 +291,16 @@ fn kill_hash_index_during_hole_punching_gc() {
 #[test]
 fn kill_hash_index_during_space_budget_gc() {
     run_case(Case::hash(Mode::SpaceBudget));
+}
+
+#[test]
+fn kill_sharded_hash_index_without_gc() {
+    run_case(Case { mode: Mode::NoGc, index: Index::HashSharded });
+}
+
+#[test]
+fn kill_sharded_hash_index_during_copy_gc() {
+    run_case(Case { mode: Mode::Copy, index: Index::HashSharded });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -24,8 +24,13 @@ pub enum IndexKind {
     Hash {
         /// Buckets of a new table (it grows when full); about the number of keys expected.
         capacity: u64,
-        /// Request shards of the half-sync/half-async front end. Not built yet: every value
-        /// takes the group-commit path, as with 1.
+        /// Request shards of the half-sync/half-async front end. 0 or 1: none; every write
+        /// takes the group-commit path on the caller's thread (the default, and the faster on
+        /// the 2-core machine measured in `docs/results/hashmode.md`). N >= 2: point reads and
+        /// single-shard batches are hashed by key to N queues, each drained by a worker thread
+        /// that commits its group beside the others (only the log append is serial); batches
+        /// spanning shards, flushes and GC take the group-commit path, alone. The shards share
+        /// the value log and the table file (`docs/design.md`, "Request shards").
         shards: usize,
     },
 }

@@ -1,6 +1,9 @@
 //! [`Db`]: the public handle — open and recovery, the write path, reads and iterators.
 //!
-//! Write path (`write`): group commit, with the value log as the write-ahead log.
+//! Write path (`write`): group commit, with the value log as the write-ahead log. In the hash
+//! mode with request shards (`shards`), point reads and single-shard batches are queued to
+//! per-shard workers and answered through [`Completion`] handles (`publish` orders their
+//! groups' visibility); the synchronous API waits on the handles.
 //!
 //! Read path: the index maps a key to an inline value or a [`ValuePointer`]; pointers are
 //! resolved by one validated read from the value log. Batches of point reads (`multi_get`)
@@ -32,12 +35,17 @@ use std::thread::JoinHandle;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
+mod completion;
 mod gc_host;
 mod iterator;
 mod multi_get;
 mod open;
+mod publish;
 mod read_ahead;
+mod shards;
 mod write;
+
+pub use completion::Completion;
 
 pub use iterator::{DbIterator, RangeIter};
 pub use multi_get::{MultiGet, MultiGetResult};
@@ -57,6 +65,8 @@ use crate::vlog::gc::{GarbageCollector, GcOutcome};
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::ValueLog;
 use gc_host::SurveyMark;
+use publish::PublishOrder;
+use shards::{Request, ShardFront};
 use write::PendingWrite;
 
 struct DbInner {
@@ -79,6 +89,14 @@ struct DbInner {
     /// The same for the last batch of point reads (`multi_get`), whose values lie elsewhere.
     point_values_cached: AtomicBool,
     writers: Mutex<VecDeque<Arc<PendingWrite>>>,
+    /// Shard workers commit holding it shared; the group-commit leader, and a worker that
+    /// checkpoints, hold it exclusively, so that they run while nothing is appended or applying.
+    commit_gate: RwLock<()>,
+    /// The last sequence number given to an appended record; held while appending, which orders
+    /// the log. Equals `last_sequence` whenever no shard worker's group awaits publication.
+    log_order: Mutex<u64>,
+    /// Publishes shard workers' groups in sequence order.
+    publish: PublishOrder,
     poisoned: Mutex<Option<String>>,
     gc: GarbageCollector,
     /// Point reads hold it shared between reading a pointer and reading its value; GC takes it
@@ -104,6 +122,8 @@ struct DbInner {
 pub struct Db {
     inner: Arc<DbInner>,
     gc_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The hash mode's request shards, when `IndexKind::Hash { shards }` asks for two or more.
+    front: Option<ShardFront>,
 }
 
 impl std::fmt::Debug for Db {
@@ -121,6 +141,9 @@ impl Db {
     }
 
     fn stop_background(&self) {
+        if let Some(front) = &self.front {
+            front.shutdown();
+        }
         self.inner.gc_stop.store(true, Ordering::Release);
         self.inner.gc_wake.1.notify_all();
         if let Some(handle) = self.gc_thread.lock().take() {
@@ -177,17 +200,12 @@ impl Db {
 
     /// Applies `batch` atomically.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        if batch.is_empty() && !opts.sync {
-            return Ok(());
-        }
         if !batch.has_range_deletes() {
-            self.inner.wait_for_log_space()?;
-            return self.inner.submit(PendingWrite::new(batch, opts.sync)).map(|_| ());
+            return self.submit_write(opts, batch).wait();
         }
         if !self.inner.index.supports_range_deletes() {
             let batch = self.range_deletes_as_point_deletes(batch)?;
-            self.inner.wait_for_log_space()?;
-            return self.inner.submit(PendingWrite::new(batch, opts.sync)).map(|_| ());
+            return self.submit_write(opts, batch).wait();
         }
         let ranges: Vec<(usize, Vec<u8>, Vec<u8>)> = (batch.ops().iter().enumerate())
             .filter_map(|(i, op)| match op {
@@ -243,6 +261,33 @@ impl Db {
         Ok(out)
     }
 
+    /// Submits `batch` to be applied atomically, and returns at once with the handle its result
+    /// arrives through. With the hash mode's request shards (`IndexKind::Hash { shards: 2.. }`)
+    /// a batch whose keys all belong to one shard is queued to that shard's worker; any other
+    /// batch (a range delete among them), and every batch without shards, is written on the
+    /// calling thread through group commit before this returns. A write is visible to reads once
+    /// its handle holds `Ok`.
+    pub fn submit_write(&self, opts: &WriteOptions, batch: WriteBatch) -> Completion<()> {
+        if batch.is_empty() && !opts.sync {
+            return Completion::ready(Ok(()));
+        }
+        if batch.has_range_deletes() {
+            return Completion::ready(self.write(opts, batch));
+        }
+        if let Err(e) = self.inner.wait_for_log_space() {
+            return Completion::ready(Err(e));
+        }
+        if let Some(front) = &self.front {
+            if let Some(shard) = shards::single_shard(&batch, front.shards()) {
+                let (handle, done) = Completion::pair();
+                // A failed send drops the request, whose completer then answers `Closed`.
+                let _ = front.send(shard, Request::Write { batch, sync: opts.sync, done });
+                return handle;
+            }
+        }
+        Completion::ready(self.inner.submit(PendingWrite::new(batch, opts.sync)).map(|_| ()))
+    }
+
     /// The value of `key`, or `None`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
         self.get_opt(&ReadOptions::default(), key)
@@ -250,15 +295,23 @@ impl Db {
 
     /// The value of `key` with read options (snapshot, cache filling).
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.submit_get(opts, key).wait()
+    }
+
+    /// Submits a point read and returns the handle its value arrives through. With the hash
+    /// mode's request shards the key's shard worker serves it; otherwise it is read on the
+    /// calling thread before this returns. The read sees the database as of this call (or as of
+    /// `opts.snapshot`, which must outlive the handle's wait for the snapshot to pin anything).
+    pub fn submit_get(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Completion<Option<Bytes>> {
         let key = key.as_ref();
         let seq = self.inner.read_sequence(opts);
-        Counters::add(&self.inner.counters.gets, 1);
-        let _no_segment_release = self.inner.gc_barrier.read();
-        match self.inner.index.get(key, seq, opts.fill_cache)? {
-            None => Ok(None),
-            Some(IndexValue::Inline(v)) => Ok(Some(v)),
-            Some(IndexValue::Pointer(ptr)) => self.inner.read_pointer(&ptr, key).map(Some),
+        if let Some(front) = &self.front {
+            let (handle, done) = Completion::pair();
+            let shard = shards::shard_of(key, front.shards());
+            let _ = front.send(shard, Request::Get { key: key.to_vec(), seq, fill_cache: opts.fill_cache, done });
+            return handle;
         }
+        Completion::ready(self.inner.get_at(key, seq, opts.fill_cache))
     }
 
     /// A consistent read view as of now.
@@ -396,6 +449,17 @@ impl DbInner {
         match &opts.snapshot {
             Some(s) => s.sequence(),
             None => SequenceNumber(self.last_sequence.load(Ordering::Acquire)),
+        }
+    }
+
+    /// The value of `key` visible at `seq`.
+    fn get_at(&self, key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<Bytes>> {
+        Counters::add(&self.counters.gets, 1);
+        let _no_segment_release = self.gc_barrier.read();
+        match self.index.get(key, seq, fill_cache)? {
+            None => Ok(None),
+            Some(IndexValue::Inline(v)) => Ok(Some(v)),
+            Some(IndexValue::Pointer(ptr)) => self.read_pointer(&ptr, key).map(Some),
         }
     }
 

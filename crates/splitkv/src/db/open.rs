@@ -23,12 +23,14 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::gc_host::SurveyMark;
+use super::publish::PublishOrder;
+use super::shards::ShardFront;
 use super::{Db, DbInner};
 use crate::error::{Error, Result};
 use crate::filenames::{current_file, lock_file, parse_file_name, segment_file, FileKind};
 use crate::fs::FileSystem;
 use crate::index::{self, IndexParts, IndexRecord, LogLink};
-use crate::options::{GcPolicyKind, Options};
+use crate::options::{GcPolicyKind, IndexKind, Options};
 use crate::snapshot::SnapshotList;
 use crate::stats::Counters;
 use crate::types::{FileNumber, SegmentId};
@@ -153,6 +155,7 @@ impl Db {
         let prefetch_threads = options.prefetch_threads;
         // Nothing is in flight at open: every record in the log is applied.
         let applied_segment = AtomicU64::new(vlog.head().segment.0);
+        let last_assigned = last_sequence.load(Ordering::Acquire);
         let inner = Arc::new(DbInner {
             options,
             dir,
@@ -167,6 +170,9 @@ impl Db {
             scan_values_cached: Arc::new(AtomicBool::new(false)),
             point_values_cached: AtomicBool::new(false),
             writers: Mutex::new(VecDeque::new()),
+            commit_gate: RwLock::new(()),
+            log_order: Mutex::new(last_assigned),
+            publish: PublishOrder::default(),
             poisoned: Mutex::new(None),
             gc,
             gc_barrier: RwLock::new(()),
@@ -179,6 +185,11 @@ impl Db {
             space_pressed: AtomicBool::new(false),
             _lock: lock,
         });
+        // `shards` 0 and 1 both mean no shards: every write takes the group-commit path.
+        let front = match inner.options.index {
+            IndexKind::Hash { shards, .. } if shards >= 2 => Some(ShardFront::start(&inner, shards)?),
+            _ => None,
+        };
         let gc_thread = if background_gc {
             let worker = Arc::clone(&inner);
             let handle = std::thread::Builder::new()
@@ -189,7 +200,7 @@ impl Db {
         } else {
             None
         };
-        Ok(Db { inner, gc_thread: Mutex::new(gc_thread) })
+        Ok(Db { inner, gc_thread: Mutex::new(gc_thread), front })
     }
 
     /// Deletes the database at `path` and everything splitkv owns in it.

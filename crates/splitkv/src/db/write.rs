@@ -6,12 +6,19 @@
 //! for it, applies them to the index, publishes the last sequence number and wakes the group.
 //! This is LevelDB's group commit. GC relocations go through the same path, each batch alone,
 //! and skip any put whose key no longer maps to the pointer it replaces.
+//!
+//! With the hash mode's request shards (`shards`), shard workers commit their groups through
+//! `commit_shard_group` beside one another: only numbering and appending is serial (the
+//! log-order lock), and `publish` makes their groups visible in sequence order. The group-commit
+//! leader then runs alone: it holds the commit gate exclusively, which waits until no shard group
+//! is appended but unpublished.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::shards::ShardWrite;
 use super::DbInner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
@@ -71,7 +78,7 @@ impl PendingWrite {
 }
 
 /// Copies an error for the other members of a failed write group.
-fn share_error(e: &Error) -> Error {
+pub(super) fn share_error(e: &Error) -> Error {
     match e {
         Error::Poisoned(m) => Error::Poisoned(m.clone()),
         Error::Closed => Error::Closed,
@@ -97,6 +104,8 @@ impl DbInner {
         }
 
         // Leader. Other writers keep queueing behind us while we work without the queue lock.
+        // No shard worker commits meanwhile (see `shards`): the group sees every write published.
+        let alone = self.commit_gate.write();
         let room = self.check_poisoned().and_then(|()| self.index.make_room(me.force_flush));
         let group: Vec<Arc<PendingWrite>> = if room.is_err() {
             vec![Arc::clone(&me)]
@@ -118,6 +127,7 @@ impl DbInner {
         drop(queue);
 
         let result = room.and_then(|()| self.write_group(&group));
+        drop(alone);
         let mut queue = self.writers.lock();
         for w in &group {
             let popped = queue.pop_front();
@@ -137,59 +147,29 @@ impl DbInner {
     }
 
     /// Appends a group to the value log, syncs if asked, applies it to the index and publishes it.
+    /// Runs alone: the caller holds the commit gate exclusively, so no shard worker is inside a
+    /// commit and every appended record is published.
     fn write_group(&self, group: &[Arc<PendingWrite>]) -> Result<()> {
-        let threshold = self.options.value_threshold;
-        let mut seq = self.last_sequence.load(Ordering::Acquire);
         let mut index_records = Vec::new();
-        let mut records = Vec::new();
         let mut sync = false;
-        let mut user_bytes = 0u64;
-        let mut user_keys = 0u64;
-        let mut separated_bytes = 0u64;
+        let mut tally = Tally::default();
+        debug_assert!(self.publish.is_idle(), "a shard group is unpublished while the write leader runs");
+        let mut assigned = self.log_order.lock();
+        let mut seq = *assigned;
         let outcome = (|| -> Result<()> {
             for w in group {
                 sync |= w.sync;
                 if w.batch.is_empty() {
                     continue;
                 }
-                records.clear();
                 w.first_seq.store(seq + 1, Ordering::Release);
-                for (i, op) in w.batch.ops().iter().enumerate() {
-                    if let Some(old) = &w.relocate_from {
-                        // Relocation must never overwrite a newer user write.
-                        if !self.is_current(op.key(), &old[i])? {
-                            continue;
-                        }
-                    }
-                    seq += 1;
-                    let (kind, value) = match op {
-                        BatchOp::Put { value, .. } => (RecordKind::Put, value.as_slice()),
-                        BatchOp::Delete { .. } => (RecordKind::Delete, &[][..]),
-                        BatchOp::DeleteRange { end, .. } => (RecordKind::DeleteRange, end.as_slice()),
-                    };
-                    // The LSM index keeps versions in its tables and names no predecessor (the
-                    // record is encoded as in format 1); the hash index chains them through the
-                    // log. Versions superseded within this group are seen by no reader (the
-                    // group publishes at once): the predecessor is the version before the group.
-                    let prev = self.index.predecessor(op.key())?;
-                    records.push(RecordRef { seq: SequenceNumber(seq), kind, key: op.key(), value, prev });
-                }
+                let mut records = self.batch_records(&w.batch, w.relocate_from.as_deref())?;
                 if records.is_empty() {
                     continue;
                 }
-                let pointers = self.vlog.append_batch(&records)?;
-                if w.relocate_from.is_none() {
-                    // GC's rewrites are the engine's writes, not the user's.
-                    user_bytes += w.batch.payload_bytes() as u64;
-                    user_keys += w.batch.len() as u64;
-                }
-                for (rec, ptr) in records.iter().zip(pointers) {
-                    let record = IndexRecord::from_log(rec.key, rec.seq, rec.kind, rec.value, ptr, threshold);
-                    if let IndexEntry::Pointer(p) = record.entry {
-                        separated_bytes += u64::from(p.len);
-                    }
-                    index_records.push(record);
-                }
+                // GC's rewrites are the engine's writes, not the user's.
+                let user = w.relocate_from.is_none();
+                self.log_batch(&mut records, &mut seq, user.then_some(&w.batch), &mut tally, &mut index_records)?;
             }
             if sync {
                 self.vlog.sync()?;
@@ -197,20 +177,148 @@ impl DbInner {
             Ok(())
         })();
         if let Err(e) = outcome {
-            // The log may hold part of the group; the on-disk state is unknown from here on.
-            let reason = e.to_string();
-            self.poisoned.lock().get_or_insert(reason);
-            return Err(e);
+            return Err(self.poison(e));
         }
+        *assigned = seq;
         self.index.apply(&index_records);
         if let Some(last) = index_records.last() {
             // Every record of the segments before this one is in the index now.
             self.applied_segment.fetch_max(last.log_pointer.segment.0, Ordering::Release);
         }
-        Counters::add(&self.counters.user_bytes_written, user_bytes);
-        Counters::add(&self.counters.keys_written, user_keys);
-        self.separated_bytes_written.fetch_add(separated_bytes, Ordering::Relaxed);
+        tally.count(self);
         self.last_sequence.store(seq, Ordering::Release);
         Ok(())
+    }
+
+    /// Commits a shard worker's group of single-shard writes (see `shards`): checkpoints first if
+    /// the index asks (alone), then, beside the other shards' workers, looks up its keys'
+    /// predecessors, appends its batches under the log-order lock, applies them to the index and
+    /// waits until they are published in sequence order.
+    pub(super) fn commit_shard_group(&self, writes: &[ShardWrite]) -> Result<()> {
+        if self.index.room_due() {
+            let _alone = self.commit_gate.write();
+            self.check_poisoned()?;
+            self.index.make_room(false)?;
+        }
+        let _shared = self.commit_gate.read();
+        self.check_poisoned()?;
+        // Only this worker writes these keys, and the group-commit path is shut out by the gate:
+        // predecessors looked up before taking the log-order lock stay the newest versions.
+        let mut batches = Vec::with_capacity(writes.len());
+        for w in writes {
+            batches.push(self.batch_records(&w.batch, None)?);
+        }
+        let mut index_records = Vec::new();
+        let mut tally = Tally::default();
+        let ticket = {
+            let mut assigned = self.log_order.lock();
+            let mut seq = *assigned;
+            let outcome = (|| -> Result<()> {
+                for (w, records) in writes.iter().zip(&mut batches) {
+                    if !records.is_empty() {
+                        self.log_batch(records, &mut seq, Some(&w.batch), &mut tally, &mut index_records)?;
+                    }
+                }
+                if writes.iter().any(|w| w.sync) {
+                    self.vlog.sync()?;
+                }
+                Ok(())
+            })();
+            if let Err(e) = outcome {
+                return Err(self.poison(e));
+            }
+            let Some(last) = index_records.last() else { return Ok(()) };
+            *assigned = seq;
+            self.publish.register(seq, last.log_pointer.segment.0)
+        };
+        // The index takes its own lock; shards apply disjoint keys, so their order does not matter.
+        self.index.apply(&index_records);
+        tally.count(self);
+        self.publish.applied_and_wait(ticket, &self.last_sequence, &self.applied_segment);
+        Ok(())
+    }
+
+    /// The records of `batch`, each naming its key's predecessor, sequence numbers unassigned.
+    /// For a GC relocation (`relocate_from`), puts whose key no longer maps to the pointer they
+    /// replace are left out.
+    fn batch_records<'a>(
+        &self,
+        batch: &'a WriteBatch,
+        relocate_from: Option<&[ValuePointer]>,
+    ) -> Result<Vec<RecordRef<'a>>> {
+        let mut records = Vec::with_capacity(batch.len());
+        for (i, op) in batch.ops().iter().enumerate() {
+            if let Some(old) = relocate_from.and_then(|old| old.get(i)) {
+                // Relocation must never overwrite a newer user write.
+                if !self.is_current(op.key(), old)? {
+                    continue;
+                }
+            }
+            let (kind, value) = match op {
+                BatchOp::Put { value, .. } => (RecordKind::Put, value.as_slice()),
+                BatchOp::Delete { .. } => (RecordKind::Delete, &[][..]),
+                BatchOp::DeleteRange { end, .. } => (RecordKind::DeleteRange, end.as_slice()),
+            };
+            // The LSM index keeps versions in its tables and names no predecessor (the record is
+            // encoded as in format 1); the hash index chains them through the log. Versions
+            // superseded within this group are seen by no reader (the group publishes at once):
+            // the predecessor is the version before the group.
+            let prev = self.index.predecessor(op.key())?;
+            records.push(RecordRef { seq: SequenceNumber(0), kind, key: op.key(), value, prev });
+        }
+        Ok(records)
+    }
+
+    /// Numbers `records` from `seq + 1` and appends them as one atomic run; their index records
+    /// go to `index_records`. `user` is the batch when the write is the user's (counted).
+    fn log_batch<'a>(
+        &self,
+        records: &mut [RecordRef<'a>],
+        seq: &mut u64,
+        user: Option<&WriteBatch>,
+        tally: &mut Tally,
+        index_records: &mut Vec<IndexRecord<'a>>,
+    ) -> Result<()> {
+        for rec in records.iter_mut() {
+            *seq += 1;
+            rec.seq = SequenceNumber(*seq);
+        }
+        let pointers = self.vlog.append_batch(records)?;
+        if let Some(batch) = user {
+            tally.user_bytes += batch.payload_bytes() as u64;
+            tally.user_keys += batch.len() as u64;
+        }
+        let threshold = self.options.value_threshold;
+        for (rec, ptr) in records.iter().zip(pointers) {
+            let record = IndexRecord::from_log(rec.key, rec.seq, rec.kind, rec.value, ptr, threshold);
+            if let IndexEntry::Pointer(p) = record.entry {
+                tally.separated_bytes += u64::from(p.len);
+            }
+            index_records.push(record);
+        }
+        Ok(())
+    }
+
+    /// Poisons the write path: the log may hold part of a group, so its on-disk state is unknown.
+    fn poison(&self, e: Error) -> Error {
+        let reason = e.to_string();
+        self.poisoned.lock().get_or_insert(reason);
+        e
+    }
+}
+
+/// What a committed group adds to the counters.
+#[derive(Default)]
+struct Tally {
+    user_bytes: u64,
+    user_keys: u64,
+    separated_bytes: u64,
+}
+
+impl Tally {
+    fn count(&self, db: &DbInner) {
+        Counters::add(&db.counters.user_bytes_written, self.user_bytes);
+        Counters::add(&db.counters.keys_written, self.user_keys);
+        db.separated_bytes_written.fetch_add(self.separated_bytes, Ordering::Relaxed);
     }
 }

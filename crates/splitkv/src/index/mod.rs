@@ -136,7 +136,8 @@ pub struct LiveCount {
 /// A key index.
 pub trait Index: Send + Sync {
     /// Applies committed records, in sequence order. Called by one writer at a time (and by
-    /// recovery, replaying the log tail, before any writer).
+    /// recovery, replaying the log tail, before any writer), except that the hash index's
+    /// request shards (`db::shards`) apply groups of disjoint keys concurrently.
     fn apply(&self, records: &[IndexRecord<'_>]);
     /// For indexes that chain versions through the log: the record of `user_key`'s newest
     /// version, which a new write of the key supersedes and names as its predecessor. Called by
@@ -149,6 +150,11 @@ pub trait Index: Send + Sync {
     /// catches up, and freezes a full memtable (or any non-empty one if `force`). Called by the
     /// write leader, so no record is appended concurrently.
     fn make_room(&self, force: bool) -> Result<()>;
+    /// False if `make_room(false)` would do nothing now: a cheap check that lets a request shard's
+    /// worker skip the exclusive section `make_room` needs. Indexes that cannot tell answer `true`.
+    fn room_due(&self) -> bool {
+        true
+    }
     /// Blocks until no frozen memtable awaits flushing.
     fn wait_for_flush(&self) -> Result<()>;
     /// The newest value of `user_key` visible at `seq`; `None` if absent or deleted.

@@ -10,15 +10,20 @@ use splitkv::fs::{Fault, FaultInjectingFileSystem, FaultKind, MemFileSystem};
 use splitkv::{Db, IndexBlockKind, IndexKind, Options};
 
 /// Index kinds every scenario runs against: the LSM-tree, and the persistent hash index with a
-/// table small enough to collide and grow under test. Scenarios that only make sense for the
-/// LSM-tree (compaction policies, level shapes, SSTable and MANIFEST damage) use
-/// `IndexKind::Lsm` or [`lsm_matrix`] instead, with a comment saying why.
+/// table small enough to collide and grow under test, through group commit and through two
+/// request shards. Scenarios that only make sense for the LSM-tree (compaction policies, level
+/// shapes, SSTable and MANIFEST damage) use `IndexKind::Lsm` or [`lsm_matrix`] instead, with a
+/// comment saying why.
 pub fn index_kinds() -> Vec<IndexKind> {
-    vec![IndexKind::Lsm, HASH]
+    vec![IndexKind::Lsm, HASH, HASH_SHARDED]
 }
 
 /// The hash index as the scenarios use it: 16 buckets, so chains form and the table grows.
 pub const HASH: IndexKind = IndexKind::Hash { capacity: 16, shards: 1 };
+
+/// [`HASH`] behind two request shards (half-sync/half-async): point reads and single-shard
+/// batches go through the shards' queues and workers, other batches through group commit.
+pub const HASH_SHARDED: IndexKind = IndexKind::Hash { capacity: 16, shards: 2 };
 
 /// Value thresholds every core scenario runs under: separate everything, separate values of
 /// 1 KiB and more, separate nothing.
@@ -56,6 +61,7 @@ pub fn matrix() -> Vec<Case> {
     let mut cases = lsm_matrix();
     // The hash index keeps every value in the log whatever the threshold: one cell is enough.
     cases.push(Case { kind: HASH, threshold: 1024, index_block: IndexBlockKind::Binary });
+    cases.push(Case { kind: HASH_SHARDED, threshold: 1024, index_block: IndexBlockKind::Binary });
     cases
 }
 

@@ -218,6 +218,24 @@ impl HashIndex {
         }
     }
 
+    /// Whether `make_room(force)` checkpoints now.
+    fn checkpoint_due(&self, force: bool) -> bool {
+        let (keys, bytes, torn, table_bytes) = {
+            let state = self.state.read();
+            (state.recent.len(), state.recent_bytes, state.table.torn_slots(), state.table.stats().file_bytes as usize)
+        };
+        bytes >= self.checkpoint_bytes.max(table_bytes / 4) || torn > 0 || {
+            let (head, recorded) = (self.log.head(), self.catalog.log_head());
+            // A long log tail slows reopening and keeps GC off every segment after the recorded
+            // head: checkpoint at least once per few segments written.
+            let lagging = keys > 0 && head.segment.0 >= recorded.segment.0 + MAX_LAG_SEGMENTS;
+            // Forced with nothing to apply, a checkpoint still moves the recorded head past a
+            // sealed segment, so that GC may clean it.
+            let forced = force && (keys > 0 || recorded != head);
+            lagging || forced
+        }
+    }
+
     /// Makes the log durable, applies `recent` to the table, and records the new log head.
     fn checkpoint(&self) -> Result<()> {
         self.check_failed()?;
@@ -400,23 +418,13 @@ impl Index for HashIndex {
         Ok(self.newest(&state, user_key)?.map(|v| v.pointer))
     }
 
+    fn room_due(&self) -> bool {
+        self.checkpoint_due(false) || self.failed.lock().is_some()
+    }
+
     fn make_room(&self, force: bool) -> Result<()> {
         self.check_failed()?;
-        let (keys, bytes, torn, table_bytes) = {
-            let state = self.state.read();
-            (state.recent.len(), state.recent_bytes, state.table.torn_slots(), state.table.stats().file_bytes as usize)
-        };
-        let due = bytes >= self.checkpoint_bytes.max(table_bytes / 4) || torn > 0 || {
-            let (head, recorded) = (self.log.head(), self.catalog.log_head());
-            // A long log tail slows reopening and keeps GC off every segment after the recorded
-            // head: checkpoint at least once per few segments written.
-            let lagging = keys > 0 && head.segment.0 >= recorded.segment.0 + MAX_LAG_SEGMENTS;
-            // Forced with nothing to apply, a checkpoint still moves the recorded head past a
-            // sealed segment, so that GC may clean it.
-            let forced = force && (keys > 0 || recorded != head);
-            lagging || forced
-        };
-        if due {
+        if self.checkpoint_due(force) {
             self.checkpoint()?;
             let state = self.state.read();
             if state.table.torn_slots() > 0 {
