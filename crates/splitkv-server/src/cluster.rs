@@ -147,7 +147,8 @@ impl ClusterMap {
             self.nodes
                 .iter()
                 .map(|n| {
-                    let slots = n.ranges.iter().flat_map(|&(a, b)| [Reply::Int(a.into()), Reply::Int(b.into())]).collect();
+                    let slots =
+                        n.ranges.iter().flat_map(|&(a, b)| [Reply::Int(a.into()), Reply::Int(b.into())]).collect();
                     let node = Reply::Map(vec![
                         (Reply::bulk("id"), Reply::bulk(n.id.clone())),
                         (Reply::bulk("port"), Reply::Int(n.port.into())),
@@ -171,7 +172,13 @@ impl ClusterMap {
         let mut out = String::new();
         for (i, n) in self.nodes.iter().enumerate() {
             let flags = if i == self.myself { "myself,master" } else { "master" };
-            out.push_str(&format!("{} {}:{}@{} {flags} - 0 0 1 connected", n.id, n.host, n.port, u32::from(n.port) + 10000));
+            out.push_str(&format!(
+                "{} {}:{}@{} {flags} - 0 0 1 connected",
+                n.id,
+                n.host,
+                n.port,
+                u32::from(n.port) + 10000
+            ));
             for &(a, b) in &n.ranges {
                 if a == b {
                     out.push_str(&format!(" {a}"));
@@ -204,10 +211,8 @@ mod tests {
 
     #[test]
     fn map_redirects_to_owners() {
-        let nodes = vec![
-            parse_node("a=127.0.0.1:7001@0-8191").unwrap(),
-            parse_node("b=127.0.0.1:7002@8192-16383").unwrap(),
-        ];
+        let nodes =
+            vec![parse_node("a=127.0.0.1:7001@0-8191").unwrap(), parse_node("b=127.0.0.1:7002@8192-16383").unwrap()];
         let map = ClusterMap::new(nodes, 0).unwrap();
         assert_eq!(map.redirect(5), None);
         assert_eq!(map.redirect(9000), Some(Reply::err("MOVED 9000 127.0.0.1:7002")));

@@ -197,7 +197,8 @@ mod tests {
 
     #[test]
     fn sortable_scores_order_like_numbers() {
-        let scores = [f64::NEG_INFINITY, -1e300, -2.5, -1.0, -f64::MIN_POSITIVE, 0.0, 1e-300, 1.0, 2.5, 1e300, f64::INFINITY];
+        let scores =
+            [f64::NEG_INFINITY, -1e300, -2.5, -1.0, -f64::MIN_POSITIVE, 0.0, 1e-300, 1.0, 2.5, 1e300, f64::INFINITY];
         for w in scores.windows(2) {
             assert!(score_to_sortable(w[0]) < score_to_sortable(w[1]), "{} < {}", w[0], w[1]);
         }

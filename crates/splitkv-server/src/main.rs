@@ -46,7 +46,10 @@ fn run(args: config::Args) -> Result<(), String> {
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         let syncer = (args.sync == SyncPolicy::Group).then(|| GroupSyncer::start(Arc::clone(&store)));
         if args.sync == SyncPolicy::Interval {
-            tokio::spawn(durability::interval_sync(Arc::clone(&store), Duration::from_millis(args.sync_interval_ms.max(1))));
+            tokio::spawn(durability::interval_sync(
+                Arc::clone(&store),
+                Duration::from_millis(args.sync_interval_ms.max(1)),
+            ));
         }
         tokio::spawn(server::sweep_expired(Arc::clone(&store), Duration::from_millis(args.expire_sweep_ms.max(1))));
         let server = Arc::new(Server {
@@ -83,10 +86,10 @@ fn run(args: config::Args) -> Result<(), String> {
     // start has no log to replay.
     store.sync().map_err(|e| format!("final sync failed: {e}"))?;
     store.db.flush().map_err(|e| format!("final flush failed: {e}"))?;
-    match Arc::try_unwrap(store) {
-        Ok(store) => store.db.close().map_err(|e| format!("close failed: {e}"))?,
-        // A background thread (the group syncer) still holds it; the sync above is what counts.
-        Err(_) => {}
+    // A background thread (the group syncer) may still hold the store; then the sync above is
+    // what counts and the database closes when the process exits.
+    if let Ok(store) = Arc::try_unwrap(store) {
+        store.db.close().map_err(|e| format!("close failed: {e}"))?;
     }
     eprintln!("splitkv-server: shut down cleanly");
     Ok(())

@@ -288,12 +288,16 @@ mod tests {
 
     #[test]
     fn parses_multibulk_and_inline_requests() {
-        let (reqs, left) = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\nSET a  b\r\n", &Limits::default()).unwrap();
-        assert_eq!(reqs, vec![vec![Bytes::from("GET"), Bytes::from("k")], vec![Bytes::from("PING")], vec![
-            Bytes::from("SET"),
-            Bytes::from("a"),
-            Bytes::from("b")
-        ]]);
+        let (reqs, left) =
+            parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\nSET a  b\r\n", &Limits::default()).unwrap();
+        assert_eq!(
+            reqs,
+            vec![
+                vec![Bytes::from("GET"), Bytes::from("k")],
+                vec![Bytes::from("PING")],
+                vec![Bytes::from("SET"), Bytes::from("a"), Bytes::from("b")]
+            ]
+        );
         assert_eq!(left, 0);
     }
 

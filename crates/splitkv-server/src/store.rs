@@ -54,7 +54,13 @@ impl Store {
         let db = Db::open(dir, options).map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
         match db.get(keys::FORMAT_KEY).map_err(|e| e.to_string())? {
             Some(v) if v.as_ref() == keys::FORMAT_VERSION.to_be_bytes() => {}
-            Some(v) => return Err(format!("{} holds server data of format {v:?}; this build reads version {}", dir.display(), keys::FORMAT_VERSION)),
+            Some(v) => {
+                return Err(format!(
+                    "{} holds server data of format {v:?}; this build reads version {}",
+                    dir.display(),
+                    keys::FORMAT_VERSION
+                ))
+            }
             None => {
                 if db.range::<&[u8], _>(..).map_err(|e| e.to_string())?.next().is_some() {
                     return Err(format!("{} holds data not written by splitkv-server", dir.display()));
@@ -108,13 +114,21 @@ impl Store {
     pub fn raw_meta(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Meta>, Reply> {
         match self.db.get_opt(opts, keys::meta_key(key))? {
             None => Ok(None),
-            Some(raw) => Meta::decode(raw).map(Some).ok_or_else(|| Reply::err("ERR unreadable key metadata (newer format?)")),
+            Some(raw) => {
+                Meta::decode(raw).map(Some).ok_or_else(|| Reply::err("ERR unreadable key metadata (newer format?)"))
+            }
         }
     }
 
     /// The metadata of a live key. An expired one reads as absent and is queued in `expired`
     /// for deletion once the caller holds no lock (lazy expiry).
-    pub fn meta(&self, opts: &ReadOptions, key: &[u8], now: u64, expired: &mut Vec<Bytes>) -> Result<Option<Meta>, Reply> {
+    pub fn meta(
+        &self,
+        opts: &ReadOptions,
+        key: &[u8],
+        now: u64,
+        expired: &mut Vec<Bytes>,
+    ) -> Result<Option<Meta>, Reply> {
         match self.raw_meta(opts, key)? {
             Some(m) if m.is_expired(now) => {
                 expired.push(Bytes::copy_from_slice(key));
@@ -137,7 +151,13 @@ impl Store {
     }
 
     /// Like [`Store::meta_for_write`], and fails with WRONGTYPE unless the key is `kind`.
-    pub fn typed_for_write(&self, key: &[u8], kind: Kind, now: u64, batch: &mut WriteBatch) -> Result<Option<Meta>, Reply> {
+    pub fn typed_for_write(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        now: u64,
+        batch: &mut WriteBatch,
+    ) -> Result<Option<Meta>, Reply> {
         match self.meta_for_write(key, now, batch)? {
             Some(m) if m.kind != kind => Err(wrong_type()),
             other => Ok(other),
@@ -157,7 +177,9 @@ impl Store {
             Kind::ZSet => &[keys::ZSET_MEMBER, keys::ZSET_SCORE],
         };
         for &tag in tags {
-            for item in self.prefix_iter(&ReadOptions { keys_only: true, ..ReadOptions::default() }, &keys::sub_prefix(tag, key))? {
+            for item in self
+                .prefix_iter(&ReadOptions { keys_only: true, ..ReadOptions::default() }, &keys::sub_prefix(tag, key))?
+            {
                 batch.delete(item?.0);
             }
         }
@@ -208,8 +230,12 @@ impl Store {
     pub fn sweep_expired(&self, now: u64, limit: usize) -> Result<usize, Reply> {
         let start = vec![keys::EXPIRY];
         let end = keys::expiry_key(now + 1, b"");
-        let due: Vec<Bytes> =
-            self.db.range_opt(ReadOptions { keys_only: true, ..ReadOptions::default() }, start..end)?.take(limit).map(|r| r.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+        let due: Vec<Bytes> = self
+            .db
+            .range_opt(ReadOptions { keys_only: true, ..ReadOptions::default() }, start..end)?
+            .take(limit)
+            .map(|r| r.map(|(k, _)| k))
+            .collect::<Result<_, _>>()?;
         for entry in &due {
             let Some((at, key)) = keys::split_expiry_key(entry) else { continue };
             if !self.expire_if_due(key, now)? {

@@ -111,7 +111,8 @@ fn redis_cli_follows_redirects() -> TestResult {
     let nodes = start_cluster(root.path());
     let port = nodes[0].port.to_string();
     let run = |args: &[&str]| -> String {
-        let out = std::process::Command::new("redis-cli").args(["-c", "-p", &port]).args(args).output().expect("redis-cli");
+        let out =
+            std::process::Command::new("redis-cli").args(["-c", "-p", &port]).args(args).output().expect("redis-cli");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     assert_eq!(run(&["SET", "foo", "from-cli"]), "OK");

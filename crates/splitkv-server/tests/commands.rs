@@ -70,7 +70,10 @@ fn errors_are_clear() -> TestResult {
     assert_eq!(error_of(&mut con, &["SELECT", "1"]), "ERR DB index is out of range");
     let _: () = con.hset("h", "f", "v")?;
     assert_eq!(error_of(&mut con, &["GET", "h"]), "WRONGTYPE Operation against a key holding the wrong kind of value");
-    assert_eq!(error_of(&mut con, &["ZADD", "h", "1", "m"]), "WRONGTYPE Operation against a key holding the wrong kind of value");
+    assert_eq!(
+        error_of(&mut con, &["ZADD", "h", "1", "m"]),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
     assert_eq!(error_of(&mut con, &["ZADD", "z", "notanumber", "m"]), "ERR value is not a valid float");
     assert_eq!(error_of(&mut con, &["EXPIRE", "h", "soon"]), "ERR value is not an integer or out of range");
     // The connection still works after every error.
@@ -78,7 +81,7 @@ fn errors_are_clear() -> TestResult {
     // SET replaces any type.
     let _: () = con.set("h", "now a string")?;
     assert_eq!(con.get::<_, String>("h")?, "now a string");
-    assert_eq!(con.hlen::<_, i64>("h").is_err(), true);
+    assert!(con.hlen::<_, i64>("h").is_err());
     Ok(())
 }
 
@@ -90,11 +93,10 @@ fn hashes() -> TestResult {
     assert_eq!(con.hlen::<_, i64>("h")?, 2);
     assert_eq!(con.hget::<_, _, String>("h", "a")?, "3");
     assert_eq!(con.hget::<_, _, Option<String>>("h", "zz")?, None);
-    assert_eq!(redis::cmd("HMGET").arg(&["h", "a", "zz", "b"]).query::<Vec<Option<String>>>(&mut con)?, vec![
-        Some("3".into()),
-        None,
-        Some("2".into())
-    ]);
+    assert_eq!(
+        redis::cmd("HMGET").arg(&["h", "a", "zz", "b"]).query::<Vec<Option<String>>>(&mut con)?,
+        vec![Some("3".into()), None, Some("2".into())]
+    );
     let all: HashMap<String, String> = con.hgetall("h")?;
     assert_eq!(all, HashMap::from([("a".into(), "3".into()), ("b".into(), "2".into())]));
     assert!(con.hexists::<_, _, bool>("h", "b")?);
@@ -138,7 +140,9 @@ fn sorted_sets() -> TestResult {
     assert_eq!(con.zrangebyscore::<_, _, _, Vec<String>>("z", "(2", "+inf")?, vec!["a", "e", "d"]);
     assert_eq!(con.zrangebyscore::<_, _, _, Vec<String>>("z", "-inf", "(5")?, vec!["c", "b"]);
     assert_eq!(
-        redis::cmd("ZRANGEBYSCORE").arg(&["z", "-inf", "+inf", "WITHSCORES", "LIMIT", "1", "2"]).query::<Vec<(String, f64)>>(&mut con)?,
+        redis::cmd("ZRANGEBYSCORE")
+            .arg(&["z", "-inf", "+inf", "WITHSCORES", "LIMIT", "1", "2"])
+            .query::<Vec<(String, f64)>>(&mut con)?,
         vec![("b".into(), 2.0), ("a".into(), 5.0)]
     );
     assert_eq!(error_of(&mut con, &["ZRANGEBYSCORE", "z", "x", "1"]), "ERR min or max is not a float");

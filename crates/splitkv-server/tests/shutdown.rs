@@ -75,7 +75,11 @@ fn a_directory_of_other_data_is_refused() -> TestResult {
         let raw = splitkv_open(&db);
         raw.put(b"not-ours", b"x")?;
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_splitkv-server")).arg("--dir").arg(&db).args(["--port", "0"]).output()?;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_splitkv-server"))
+        .arg("--dir")
+        .arg(&db)
+        .args(["--port", "0"])
+        .output()?;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not written by splitkv-server"));
     Ok(())

@@ -110,7 +110,8 @@ pub fn select(_ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 pub fn info(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let server = ctx.server;
     let wanted: Vec<String> = args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
-    let show = |section: &str| wanted.is_empty() || wanted.iter().any(|w| w == section || w == "all" || w == "everything");
+    let show =
+        |section: &str| wanted.is_empty() || wanted.iter().any(|w| w == section || w == "all" || w == "everything");
     let mut out = String::new();
     if show("server") {
         let _ = write!(
@@ -125,7 +126,12 @@ pub fn info(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         );
     }
     if show("clients") {
-        let _ = write!(out, "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n", server.stats.connected.load(Ordering::Relaxed), server.maxclients);
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n\r\n",
+            server.stats.connected.load(Ordering::Relaxed),
+            server.maxclients
+        );
     }
     if show("persistence") {
         let _ = write!(out, "# Persistence\r\naof_enabled:1\r\nsplitkv_sync_policy:{:?}\r\n\r\n", server.policy);
@@ -196,7 +202,8 @@ pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 }
 
 fn command_entry(cmd: &super::Command) -> Reply {
-    let flags = if cmd.write { vec![Reply::Simple("write")] } else { vec![Reply::Simple("readonly"), Reply::Simple("fast")] };
+    let flags =
+        if cmd.write { vec![Reply::Simple("write")] } else { vec![Reply::Simple("readonly"), Reply::Simple("fast")] };
     Reply::Array(vec![
         Reply::bulk(cmd.name),
         Reply::Int(cmd.arity.into()),
@@ -244,10 +251,13 @@ pub fn cluster(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let sub = args[1].to_ascii_uppercase();
     if sub.as_slice() == b"KEYSLOT" {
         // Answered in standalone mode too: it is pure arithmetic.
-        let key = args.get(2).ok_or_else(|| Reply::err("ERR wrong number of arguments for 'cluster|keyslot' command"))?;
+        let key =
+            args.get(2).ok_or_else(|| Reply::err("ERR wrong number of arguments for 'cluster|keyslot' command"))?;
         return Ok(Reply::Int(key_slot(key).into()));
     }
-    let Some(map) = &ctx.server.cluster else { return Err(Reply::err("ERR This instance has cluster support disabled")) };
+    let Some(map) = &ctx.server.cluster else {
+        return Err(Reply::err("ERR This instance has cluster support disabled"));
+    };
     match sub.as_slice() {
         b"SLOTS" => Ok(map.slots_reply()),
         b"SHARDS" => Ok(map.shards_reply()),

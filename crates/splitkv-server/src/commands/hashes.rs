@@ -47,7 +47,7 @@ fn set_fields(ctx: &mut Ctx, key: &[u8], pairs: &[Bytes]) -> Result<i64, Reply> 
 }
 
 fn check_pairs(args: &[Bytes], name: &str) -> Result<(), Reply> {
-    if (args.len() - 2) % 2 != 0 {
+    if !(args.len() - 2).is_multiple_of(2) {
         return Err(Reply::err(format!("ERR wrong number of arguments for '{name}' command")));
     }
     Ok(())
@@ -78,7 +78,11 @@ pub fn hmget(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let exists = read_hash(ctx, &opts, &args[1])?.is_some();
     let mut out = Vec::with_capacity(args.len() - 2);
     for field in &args[2..] {
-        let value = if exists { ctx.server.store.db.get_opt(&opts, keys::sub_key(keys::HASH_FIELD, &args[1], field))? } else { None };
+        let value = if exists {
+            ctx.server.store.db.get_opt(&opts, keys::sub_key(keys::HASH_FIELD, &args[1], field))?
+        } else {
+            None
+        };
         out.push(value.map_or(Reply::Nil, Reply::Bulk));
     }
     Ok(Reply::Array(out))
@@ -130,7 +134,12 @@ pub fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if removed == meta.len {
         store.delete_records(&mut batch, &args[1], &meta)?;
     } else if removed > 0 {
-        store.put_meta(&mut batch, &args[1], &Meta::collection(Kind::Hash, meta.len - removed, meta.expire_at), meta.expire_at);
+        store.put_meta(
+            &mut batch,
+            &args[1],
+            &Meta::collection(Kind::Hash, meta.len - removed, meta.expire_at),
+            meta.expire_at,
+        );
     }
     store.commit(batch)?;
     Ok(Reply::Int(removed as i64))

@@ -76,7 +76,12 @@ pub fn type_(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 /// Walks live keys from `from` (a full metadata key) in order, calling `visit` with each
 /// Redis key and its metadata until it returns false. Returns the metadata key it stopped at
 /// (not visited), or None at the end of the keyspace or of `prefix`.
-fn walk(ctx: &mut Ctx, from: Vec<u8>, prefix: &[u8], mut visit: impl FnMut(&[u8], &Meta) -> bool) -> Result<Option<Vec<u8>>, Reply> {
+fn walk(
+    ctx: &mut Ctx,
+    from: Vec<u8>,
+    prefix: &[u8],
+    mut visit: impl FnMut(&[u8], &Meta) -> bool,
+) -> Result<Option<Vec<u8>>, Reply> {
     let end = keys::prefix_end(&keys::meta_key(prefix));
     for item in ctx.server.store.db.range_opt(ReadOptions::default(), from..end)? {
         let (raw_key, raw) = item?;
@@ -94,7 +99,10 @@ fn walk(ctx: &mut Ctx, from: Vec<u8>, prefix: &[u8], mut visit: impl FnMut(&[u8]
 }
 
 pub fn scan(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    let cursor = std::str::from_utf8(&args[1]).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| Reply::err("ERR invalid cursor"))?;
+    let cursor = std::str::from_utf8(&args[1])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| Reply::err("ERR invalid cursor"))?;
     let (mut pattern, mut count, mut kind) = (None, 10usize, None);
     let mut i = 2;
     while i < args.len() {

@@ -163,7 +163,8 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
 pub fn execute(server: &Server, conn: &mut ConnState, args: &[Bytes]) -> Reply {
     let Some(name) = args.first() else { return Reply::err("ERR empty command") };
     let Some(cmd) = lookup(name) else {
-        let shown: Vec<String> = args[1..].iter().take(8).map(|a| format!("'{}'", String::from_utf8_lossy(a))).collect();
+        let shown: Vec<String> =
+            args[1..].iter().take(8).map(|a| format!("'{}'", String::from_utf8_lossy(a))).collect();
         return Reply::err(format!(
             "ERR unknown command '{}', with args beginning with: {}",
             String::from_utf8_lossy(name),
@@ -241,7 +242,9 @@ pub fn parse_f64(arg: &[u8]) -> Result<f64, Reply> {
     let v: f64 = match lower.as_str() {
         "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
         "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ if s.is_empty() || s.contains(|c: char| c.is_ascii_whitespace() || c.is_ascii_alphabetic() && c != 'e' && c != 'E') => {
+        _ if s.is_empty()
+            || s.contains(|c: char| c.is_ascii_whitespace() || c.is_ascii_alphabetic() && c != 'e' && c != 'E') =>
+        {
             return Err(bad())
         }
         _ => s.parse().map_err(|_| bad())?,
@@ -279,12 +282,10 @@ pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
                         }
                     }
                 }
-                b'\\' if p + 1 < pattern.len() => {
-                    if pattern[p + 1] == text[t] {
-                        p += 2;
-                        t += 1;
-                        continue;
-                    }
+                b'\\' if p + 1 < pattern.len() && pattern[p + 1] == text[t] => {
+                    p += 2;
+                    t += 1;
+                    continue;
                 }
                 c if c == text[t] => {
                     p += 1;

@@ -25,7 +25,14 @@ pub fn get(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 }
 
 /// Replaces whatever `key` holds with a string; `old` is its live metadata.
-fn overwrite(ctx: &Ctx, batch: &mut WriteBatch, key: &[u8], old: Option<&Meta>, value: Bytes, expire_at: u64) -> Result<(), Reply> {
+fn overwrite(
+    ctx: &Ctx,
+    batch: &mut WriteBatch,
+    key: &[u8],
+    old: Option<&Meta>,
+    value: Bytes,
+    expire_at: u64,
+) -> Result<(), Reply> {
     let store = &ctx.server.store;
     let mut old_expire = 0;
     if let Some(old) = old {
@@ -141,7 +148,8 @@ pub fn mset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     // A key given twice takes its last value; only its first occurrence reads the old state.
     let mut seen = std::collections::HashSet::new();
     for pair in args[1..].chunks(2) {
-        let old = if seen.insert(&pair[0]) { ctx.server.store.meta_for_write(&pair[0], ctx.now, &mut batch)? } else { None };
+        let old =
+            if seen.insert(&pair[0]) { ctx.server.store.meta_for_write(&pair[0], ctx.now, &mut batch)? } else { None };
         overwrite(ctx, &mut batch, &pair[0], old.as_ref(), pair[1].clone(), 0)?;
     }
     ctx.server.store.commit(batch)?;

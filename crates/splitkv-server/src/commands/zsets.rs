@@ -6,7 +6,7 @@
 //! order-preserving encoding followed by the member, so a range by score or by rank is an
 //! ordered scan. Both records of a member change in one batch.
 
-use super::{parse_i64, parse_f64, syntax_error, Ctx};
+use super::{parse_f64, parse_i64, syntax_error, Ctx};
 use crate::keys::{self, Kind, Meta};
 use crate::resp::{Protocol, Reply};
 use crate::store::{wrong_type, CmdResult};
@@ -43,7 +43,7 @@ pub fn zadd(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         return Err(Reply::err("ERR XX and NX options at the same time are not compatible"));
     }
     let pairs = &args[i..];
-    if pairs.is_empty() || pairs.len() % 2 != 0 {
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
         return Err(syntax_error());
     }
     // Parse every score before writing anything: a bad one fails the whole command.
@@ -111,7 +111,12 @@ pub fn zrem(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if removed == meta.len {
         store.delete_records(&mut batch, key, &meta)?;
     } else if removed > 0 {
-        store.put_meta(&mut batch, key, &Meta::collection(Kind::ZSet, meta.len - removed, meta.expire_at), meta.expire_at);
+        store.put_meta(
+            &mut batch,
+            key,
+            &Meta::collection(Kind::ZSet, meta.len - removed, meta.expire_at),
+            meta.expire_at,
+        );
     }
     store.commit(batch)?;
     Ok(Reply::Int(removed as i64))
@@ -162,7 +167,8 @@ fn walk_scores(
     let iter_opts = ReadOptions { keys_only: true, ..opts.clone() };
     for item in ctx.server.store.db.range_opt(iter_opts, start..end)? {
         let (raw, _) = item?;
-        let (score, _) = keys::split_score_key(&raw, prefix.len()).ok_or_else(|| Reply::err("ERR unreadable sorted-set record"))?;
+        let (score, _) =
+            keys::split_score_key(&raw, prefix.len()).ok_or_else(|| Reply::err("ERR unreadable sorted-set record"))?;
         let member = raw.slice(prefix.len() + 8..);
         match keep(score, &member) {
             Walk::Take => out.push((member, score)),
