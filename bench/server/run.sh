@@ -8,6 +8,10 @@
 # (default docs/results/raw/server), one file per (target, pipelining, round);
 # bench/server/summarize.py turns them into the table of docs/results/server.md.
 # ROUNDS (default 3) rounds per configuration; REQUESTS (default 200000); CLIENTS (default 50).
+# redis-benchmark --cluster runs one thread per node and times a run in 250 ms steps, so the
+# cluster rows use more requests: CLUSTER_REQUESTS_P16 (default 2000000) with -P 16 and
+# CLUSTER_REQUESTS_P1 (default 500000) without pipelining, which keeps that step near 10% or less.
+# TARGETS (default "splitkv redis splitkv-cluster redis-cluster") picks what runs.
 # BENCH_WRAP, if set, is put in front of every redis-benchmark command (for example a `flock`
 # on a shared lock file, so benchmarks of several users of one machine never overlap).
 set -euo pipefail
@@ -17,6 +21,9 @@ OUT=${1:-$REPO_ROOT/docs/results/raw/server}
 ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-200000}
 CLIENTS=${CLIENTS:-50}
+CLUSTER_REQUESTS_P16=${CLUSTER_REQUESTS_P16:-2000000}
+CLUSTER_REQUESTS_P1=${CLUSTER_REQUESTS_P1:-500000}
+TARGETS=${TARGETS:-splitkv redis splitkv-cluster redis-cluster}
 TESTS=set,get,incr,mset,hset,zadd
 read -r -a WRAP <<<"${BENCH_WRAP:-}"
 SERVER_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/splitkv-server"
@@ -58,7 +65,9 @@ wait_port() {
 start_splitkv() { # port dir [flags...]
     local port=$1 dir=$2
     shift 2
-    run "$SERVER_BIN" --dir "$dir" --port "$port" "$@" >"$dir.log" 2>&1 &
+    # Started directly (not through `run`) so that $! is the server itself, which stop_all kills.
+    printf '+ %s\n' "$SERVER_BIN --dir $dir --port $port $*" >&2
+    "$SERVER_BIN" --dir "$dir" --port "$port" "$@" >"$dir.log" 2>&1 &
     PIDS+=($!)
     wait_port "$port"
 }
@@ -67,7 +76,8 @@ start_redis() { # port dir [flags...]
     local port=$1 dir=$2
     shift 2
     mkdir -p "$dir"
-    run redis-server --port "$port" --dir "$dir" --appendonly yes --appendfsync everysec --save '' "$@" >"$dir.log" 2>&1 &
+    printf '+ %s\n' "redis-server --port $port --dir $dir --appendonly yes --appendfsync everysec --save '' $*" >&2
+    redis-server --port "$port" --dir "$dir" --appendonly yes --appendfsync everysec --save '' "$@" >"$dir.log" 2>&1 &
     PIDS+=($!)
     wait_port "$port"
 }
@@ -78,31 +88,39 @@ stop_all() {
     PIDS=()
 }
 
-bench() { # name port [extra redis-benchmark flags...]
+bench() { # name port requests-with-P16 requests-with-P1 [extra redis-benchmark flags...]
     local name=$1 port=$2
-    shift 2
+    local -A requests=([16]=$3 [1]=$4)
+    shift 4
     for round in $(seq "$ROUNDS"); do
         for pipeline in 16 1; do
             local file="$OUT/$name-P$pipeline-round$round.csv"
-            run "${WRAP[@]}" redis-benchmark -h 127.0.0.1 -p "$port" -t "$TESTS" -n "$REQUESTS" -P "$pipeline" -c "$CLIENTS" --csv "$@" >"$file"
+            run "${WRAP[@]}" redis-benchmark -h 127.0.0.1 -p "$port" -t "$TESTS" -n "${requests[$pipeline]}" -P "$pipeline" -c "$CLIENTS" --csv "$@" >"$file"
             cat "$file"
         done
     done
 }
 
-# Single nodes.
-port=$(free_port)
-start_splitkv "$port" "$WORK/splitkv"
-bench splitkv "$port"
-stop_all
+wanted() { [[ " $TARGETS " == *" $1 "* ]]; }
 
-port=$(free_port)
-start_redis "$port" "$WORK/redis"
-bench redis "$port"
-stop_all
+# Single nodes.
+if wanted splitkv; then
+    port=$(free_port)
+    start_splitkv "$port" "$WORK/splitkv"
+    bench splitkv "$port" "$REQUESTS" "$REQUESTS"
+    stop_all
+fi
+
+if wanted redis; then
+    port=$(free_port)
+    start_redis "$port" "$WORK/redis"
+    bench redis "$port" "$REQUESTS" "$REQUESTS"
+    stop_all
+fi
 
 # Three-node clusters: splitkv-server with a fixed slot map, redis-server with cluster-enabled.
 RANGES=(0-5460 5461-10922 10923-16383)
+if wanted splitkv-cluster; then
 ports=($(free_port) $(free_port) $(free_port))
 for i in 0 1 2; do
     peers=()
@@ -111,12 +129,16 @@ for i in 0 1 2; do
     done
     start_splitkv "${ports[$i]}" "$WORK/splitkv-node$i" --cluster-slots "${RANGES[$i]}" --cluster-myid "node$i" "${peers[@]}"
 done
-bench splitkv-cluster "${ports[0]}" --cluster
+bench splitkv-cluster "${ports[0]}" "$CLUSTER_REQUESTS_P16" "$CLUSTER_REQUESTS_P1" --cluster
 stop_all
+fi
 
+if wanted redis-cluster; then
 ports=($(free_port) $(free_port) $(free_port))
 for i in 0 1 2; do
-    start_redis "${ports[$i]}" "$WORK/redis-node$i" --cluster-enabled yes --cluster-config-file "$WORK/redis-node$i.conf"
+    # The bus port defaults to port + 10000, which is out of range for high free ports.
+    start_redis "${ports[$i]}" "$WORK/redis-node$i" --cluster-enabled yes --cluster-config-file "$WORK/redis-node$i.conf" \
+        --cluster-port "$(free_port)"
 done
 run redis-cli --cluster create "127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}" --cluster-replicas 0 --cluster-yes >/dev/null
 # Wait until every node agrees that all slots are served.
@@ -126,7 +148,8 @@ for _ in $(seq 100); do
     [[ $ok == 3 ]] && break
     sleep 0.2
 done
-bench redis-cluster "${ports[0]}" --cluster
+bench redis-cluster "${ports[0]}" "$CLUSTER_REQUESTS_P16" "$CLUSTER_REQUESTS_P1" --cluster
 stop_all
+fi
 
 python3 "$REPO_ROOT/bench/server/summarize.py" "$OUT"
