@@ -149,15 +149,31 @@ pub fn info(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         let _ = write!(out, "# Cluster\r\ncluster_enabled:{}\r\n\r\n", u8::from(server.cluster.is_some()));
     }
     if show("splitkv") {
-        let stats = server.store.db.stats();
-        out.push_str("# Splitkv\r\n");
-        // The engine's own report, one `key:value` line per figure so INFO parsers keep working.
-        for line in stats.to_string().lines() {
-            let line = line.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let _ = write!(out, "engine:{}\r\n", line.replace(':', "="));
+        // The engine's figures (`Db::stats`), one `key:value` line each as INFO parsers expect.
+        let st = server.store.db.stats();
+        let _ = write!(
+            out,
+            "# Splitkv\r\nsplitkv_last_sequence:{}\r\nsplitkv_user_bytes_written:{}\r\nsplitkv_vlog_bytes_written:{}\r\n\
+             splitkv_write_amplification:{:.3}\r\nsplitkv_memtable_bytes:{}\r\nsplitkv_flushes:{}\r\nsplitkv_compactions:{}\r\n\
+             splitkv_gets:{}\r\nsplitkv_vlog_reads:{}\r\nsplitkv_block_cache_hits:{}\r\nsplitkv_block_cache_misses:{}\r\n\
+             splitkv_vlog_segments:{}\r\nsplitkv_gc_runs:{}\r\nsplitkv_disk_bytes:{}\r\n",
+            st.last_sequence,
+            st.user_bytes_written,
+            st.vlog_bytes_written,
+            st.write_amplification(),
+            st.memtable_bytes,
+            st.flushes,
+            st.compactions,
+            st.gets,
+            st.vlog_reads,
+            st.block_cache_hits,
+            st.block_cache_misses,
+            st.segments.len(),
+            st.gc_runs,
+            st.disk_bytes,
+        );
+        for level in st.levels.iter().filter(|l| l.files > 0) {
+            let _ = write!(out, "splitkv_level{}:files={},bytes={}\r\n", level.level, level.files, level.bytes);
         }
         out.push_str("\r\n");
     }
