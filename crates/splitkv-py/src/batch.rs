@@ -49,6 +49,14 @@ impl PyWriteBatch {
         Ok(())
     }
 
+    /// Adds a delete of every key in `[start, end)`.
+    fn delete_range(&self, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+        let start = byte_arg(start, "start")?;
+        let end = byte_arg(end, "end")?;
+        self.ops.lock().delete_range(start.as_slice(), end.as_slice());
+        Ok(())
+    }
+
     /// Drops every operation added so far.
     fn clear(&self) {
         self.ops.lock().clear();

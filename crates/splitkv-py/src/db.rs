@@ -95,6 +95,17 @@ impl PyDb {
         self.shared.run(py, |db| db.delete_opt(&WriteOptions { sync }, key))
     }
 
+    /// Removes every key in `[start, end)` (nothing if `start >= end`): one range tombstone
+    /// with the LSM index, whatever the number of keys.
+    #[pyo3(signature = (start, end, *, sync=false))]
+    fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
+        let start = byte_arg(start, "start")?;
+        let end = byte_arg(end, "end")?;
+        let mut batch = splitkv::WriteBatch::new();
+        batch.delete_range(start.as_slice(), end.as_slice());
+        self.shared.run(py, |db| db.write(&WriteOptions { sync }, batch))
+    }
+
     /// The values of `keys` (an iterable of bytes) as a list, `None` for absent keys, all read
     /// at one point in time.
     fn multi_get<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {

@@ -85,3 +85,23 @@ def test_snapshot_sees_no_later_write(db):
     # An iterator made from the snapshot keeps its own view.
     assert len(list(it)) == 10
     assert db[b"000"] == b"after"
+
+
+def test_delete_range_removes_a_key_range_and_snapshots_keep_it(db):
+    for i in range(300):
+        db.put(b"k%03d" % i, b"v%d" % i)
+    snap = db.snapshot()
+    db.delete_range(b"k100", b"k200")
+    assert db.get(b"k099") == b"v99"
+    assert db.get(b"k100") is None and db.get(b"k199") is None
+    assert db.get(b"k200") == b"v200"
+    assert len(list(db)) == 200
+    assert snap.get(b"k150") == b"v150"  # a snapshot from before the delete still sees it
+    db.delete_range(b"k250", b"k250")  # an empty range deletes nothing
+    assert db.get(b"k250") == b"v250"
+    with db.write_batch() as batch:
+        batch.delete_range(b"k000", b"k050")
+        batch.put(b"k010", b"new")  # written after the range delete: kept
+    assert db.get(b"k000") is None and db.get(b"k010") == b"new"
+    with pytest.raises(TypeError):
+        db.delete_range("text", b"k")

@@ -154,7 +154,8 @@ impl Harness {
         }
         self.db().write(&WriteOptions { sync }, batch).unwrap_or_else(|e| panic!("{}: delete_range: {e}", self.ctx()));
         // As a change list: the keys the range held at that point, then the put.
-        let mut changes: Vec<Change> = self.model.range(lo.clone()..hi.clone()).map(|(k, _)| (k.clone(), None)).collect();
+        let mut changes: Vec<Change> =
+            self.model.range(lo.clone()..hi.clone()).map(|(k, _)| (k.clone(), None)).collect();
         changes.extend(after.map(|(k, v)| (k, Some(v))));
         for (k, v) in &changes {
             match v {

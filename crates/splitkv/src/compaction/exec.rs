@@ -318,7 +318,9 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
         let shadowed = newer_stripe == Some(this_stripe);
         let drop = shadowed
             || range_deleted
-            || (parsed.kind == ValueKind::Deletion && this_stripe == 0 && compaction.is_base_level_for_key(parsed.user_key));
+            || (parsed.kind == ValueKind::Deletion
+                && this_stripe == 0
+                && compaction.is_base_level_for_key(parsed.user_key));
         newer_stripe = Some(this_stripe);
         let mut shadowed_by = std::mem::replace(&mut newer_sequence, parsed.sequence);
         if range_deleted && !shadowed {

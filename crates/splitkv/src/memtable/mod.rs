@@ -294,10 +294,19 @@ mod tests {
     #[test]
     fn get_sees_newest_visible_version() {
         let m = table();
-        assert_eq!(m.get(b"a", SequenceNumber(2)), Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a1"), SequenceNumber(1)));
-        assert_eq!(m.get(b"a", SequenceNumber(9)), Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a3"), SequenceNumber(3)));
+        assert_eq!(
+            m.get(b"a", SequenceNumber(2)),
+            Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a1"), SequenceNumber(1))
+        );
+        assert_eq!(
+            m.get(b"a", SequenceNumber(9)),
+            Lookup::Found(ValueKind::Inline, Bytes::from_static(b"a3"), SequenceNumber(3))
+        );
         assert_eq!(m.get(b"a", SequenceNumber(0)), Lookup::Absent);
-        assert_eq!(m.get(b"b", SequenceNumber(3)), Lookup::Found(ValueKind::Pointer, Bytes::from_static(b"ptr"), SequenceNumber(2)));
+        assert_eq!(
+            m.get(b"b", SequenceNumber(3)),
+            Lookup::Found(ValueKind::Pointer, Bytes::from_static(b"ptr"), SequenceNumber(2))
+        );
         assert_eq!(m.get(b"b", SequenceNumber(4)), Lookup::Deleted);
         assert_eq!(m.get(b"c", SequenceNumber(9)), Lookup::Absent);
         assert_eq!(m.max_sequence(), SequenceNumber(4));

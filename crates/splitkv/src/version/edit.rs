@@ -17,9 +17,7 @@ use std::fmt;
 
 use crate::coding::{get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32, put_varint64};
 use crate::range_del::RangeTombstone;
-use crate::types::{
-    parse_internal_key, FileNumber, InternalKey, LogPosition, SegmentId, SequenceNumber, MAX_SEQUENCE,
-};
+use crate::types::{parse_internal_key, FileNumber, InternalKey, LogPosition, SegmentId, SequenceNumber, MAX_SEQUENCE};
 
 use super::FileMetaData;
 

@@ -113,7 +113,8 @@ impl Shared {
         let mut changed = false;
         self.catalog.record_with(|set| {
             let current = set.current();
-            let mut edit = VersionEdit { range_tombstones_removed: current.retired_tombstones(), ..VersionEdit::default() };
+            let mut edit =
+                VersionEdit { range_tombstones_removed: current.retired_tombstones(), ..VersionEdit::default() };
             if let Some(target) = self.options.partition_target_bytes {
                 edit.partition_splits_added = oversized_partition_splits(&current, target);
             }

@@ -170,14 +170,16 @@ impl Shared {
         let holds_deleted = |f: &FileMetaData| {
             let version = self.catalog.lock().current();
             let (lo, hi) = f.user_range();
-            version.range_tombstones().iter().any(|t| {
-                t.overlaps(lo, hi) && f.smallest_seq < t.seq && f.range_clean_below < t.seq
-            })
+            version
+                .range_tombstones()
+                .iter()
+                .any(|t| t.overlaps(lo, hi) && f.smallest_seq < t.seq && f.range_clean_below < t.seq)
         };
         if compaction.is_trivial_move() && !holds_deleted(&compaction.inputs[0][0]) {
             let file = &compaction.inputs[0][0];
             edit.new_files.push((level + 1, FileMetaData::clone(file)));
-            self.catalog.record_with(|set| if inputs_still_current(set, &edit) { edit } else { VersionEdit::default() })?;
+            self.catalog
+                .record_with(|set| if inputs_still_current(set, &edit) { edit } else { VersionEdit::default() })?;
             let state = self.state.lock();
             self.install_super_version(&state);
             self.done_cv.notify_all();
@@ -276,9 +278,10 @@ impl Shared {
                 .rev()
                 .find(|&l| !version.overlapping_files(l, begin, end).is_empty())
                 .unwrap_or(1);
-            let deletes_apply = version.range_tombstones().iter().any(|t| {
-                begin.is_none_or(|b| b < t.end.as_slice()) && end.is_none_or(|e| t.start.as_slice() <= e)
-            });
+            let deletes_apply = version
+                .range_tombstones()
+                .iter()
+                .any(|t| begin.is_none_or(|b| b < t.end.as_slice()) && end.is_none_or(|e| t.start.as_slice() <= e));
             if deletes_apply && deepest + 1 < version.num_levels() {
                 deepest + 1
             } else {
