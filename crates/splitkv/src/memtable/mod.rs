@@ -185,6 +185,11 @@ impl Memtable {
         self.map.len()
     }
 
+    /// True if a version (not only range deletes) was inserted.
+    pub fn has_versions(&self) -> bool {
+        !self.map.is_empty()
+    }
+
     /// True if nothing was inserted (no version and no range delete).
     pub fn is_empty(&self) -> bool {
         self.map.is_empty() && !self.has_range_dels.load(Ordering::Acquire)

@@ -69,7 +69,7 @@ impl Shared {
     fn write_flush(&self, imm: &Arc<Memtable>, log_head: LogPosition, allocated: &mut Vec<FileNumber>) -> Result<()> {
         let mut edit = VersionEdit::default();
         let mut dropped_pointers = Vec::new();
-        if imm.len() > 0 {
+        if imm.has_versions() {
             let (splits, clean_below) = {
                 let current = self.catalog.lock().current();
                 // The memtable's entries are newer than every durable range delete, and the
