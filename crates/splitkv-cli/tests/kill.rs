@@ -6,7 +6,8 @@
 //! - every one of the [`KEYS`] keys (with `get`) and one full scan equal the model after the last
 //!   batch the child acknowledged (`ACK n` on stdout, printed only once `write` with
 //!   `sync: true` returned `Ok`), or after the one batch that was in flight (`n + 1`), and
-//!   nothing else. A lost acknowledged write, half a batch, a resurrected delete or a value that
+//!   nothing else. A lost acknowledged write, half a batch, a resurrected delete (point or range,
+//!   the latter also dropping whole partitions' tables in the LSM cases) or a value that
 //!   GC moved to the wrong key all fail here;
 //! - `splitkv verify` accepts the directory, so no record, table or pointer is damaged, even in
 //!   parts the model does not read (garbage that GC copied or punched).
@@ -156,6 +157,9 @@ impl Mode {
             vlog_buffer_size: 64 << 10,
             target_file_size: 256 << 10,
             max_bytes_for_level_base: 1 << 20,
+            // Partitions, so that range deletes over whole quarters drop tables (LSM only; the
+            // hash index ignores them).
+            partition_split_points: (1..4).map(|q| key(KEYS / 4 * q)).collect(),
             ..Options::default()
         };
         match self {
@@ -309,8 +313,18 @@ fn kill_sharded_hash_index_during_copy_gc() {
 /// One operation of a workload batch; the value of a put is [`value`] of its write.
 #[derive(Clone, Copy, Debug)]
 enum Op {
-    Put { key: u16, len: usize },
-    Delete { key: u16 },
+    Put {
+        key: u16,
+        len: usize,
+    },
+    Delete {
+        key: u16,
+    },
+    /// Deletes the keys in `[start, end)`.
+    DeleteRange {
+        start: u16,
+        end: u16,
+    },
 }
 
 /// The write that produced a key's current value.
@@ -334,22 +348,33 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// The operations of batch `batch` of `generation`. Most batches are small; some are large
-/// (many records, likely to cross a segment boundary); a quarter also delete keys. A key can
+/// (many records, likely to cross a segment boundary); a quarter also delete keys. One in 32
+/// starts with a range delete (half of them over a whole partition of the LSM cases). A key can
 /// appear twice in a batch, and then the later operation wins.
 fn batch_ops(seed: u64, generation: u32, batch: u32) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(mix(seed ^ mix(u64::from(generation) << 32 | u64::from(batch))));
+    let mut ops = Vec::new();
+    if rng.gen_ratio(1, 32) {
+        let (start, end) = if rng.gen_bool(0.5) {
+            let q = rng.gen_range(0..4);
+            (KEYS / 4 * q, KEYS / 4 * (q + 1))
+        } else {
+            let start = rng.gen_range(0..KEYS);
+            (start, (start + rng.gen_range(1..=64)).min(KEYS))
+        };
+        ops.push(Op::DeleteRange { start, end });
+    }
     let count = if rng.gen_ratio(1, 16) { rng.gen_range(32..=96) } else { rng.gen_range(1..=8) };
     let deletes = rng.gen_ratio(1, 4);
-    (0..count)
-        .map(|_| {
-            let key = rng.gen_range(0..KEYS);
-            if deletes && rng.gen_ratio(1, 3) {
-                Op::Delete { key }
-            } else {
-                Op::Put { key, len: rng.gen_range(VALUE_LEN) }
-            }
-        })
-        .collect()
+    ops.extend((0..count).map(|_| {
+        let key = rng.gen_range(0..KEYS);
+        if deletes && rng.gen_ratio(1, 3) {
+            Op::Delete { key }
+        } else {
+            Op::Put { key, len: rng.gen_range(VALUE_LEN) }
+        }
+    }));
+    ops
 }
 
 /// The value `key` gets from batch `batch` of `generation`: a header naming the write, then
@@ -409,6 +434,7 @@ impl Model {
             match op {
                 Op::Put { key, len } => self.0[usize::from(key)] = Some(Version { generation, batch, len }),
                 Op::Delete { key } => self.0[usize::from(key)] = None,
+                Op::DeleteRange { start, end } => self.0[usize::from(start)..usize::from(end)].fill(None),
             }
         }
     }
@@ -487,6 +513,7 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
             match op {
                 Op::Put { key: k, len } => wb.put(key(k), value(generation, batch, k, len)),
                 Op::Delete { key: k } => wb.delete(key(k)),
+                Op::DeleteRange { start, end } => wb.delete_range(key(start), key(end)),
             };
         }
         if let Err(e) = db.write(&WriteOptions { sync: true }, wb) {
