@@ -46,6 +46,16 @@ fn model_options(case: Case, policy: CompactionPolicyKind, workers: usize) -> Op
 }
 const VALUE_SIZES: [usize; 7] = [0, 10, 100, 700, 1023, 1500, 6000];
 
+/// Applies a batch's changes to a model map, in order.
+fn apply_changes(map: &mut Map, changes: &[Change]) {
+    for (k, v) in changes {
+        match v {
+            Some(v) => map.insert(k.clone(), v.clone()),
+            None => map.remove(k),
+        };
+    }
+}
+
 fn seeds() -> Vec<u64> {
     if let Ok(list) = std::env::var("SPLITKV_MODEL_SEEDS") {
         return list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
@@ -133,12 +143,12 @@ impl Harness {
             };
         }
         self.db().write(&WriteOptions { sync }, batch).unwrap_or_else(|e| panic!("{}: write: {e}", self.ctx()));
-        for (k, v) in &changes {
-            match v {
-                Some(v) => self.model.insert(k.clone(), v.clone()),
-                None => self.model.remove(k),
-            };
-        }
+        self.written(changes, sync);
+    }
+
+    /// Records in the model a batch the database acknowledged.
+    fn written(&mut self, changes: Vec<Change>, sync: bool) {
+        apply_changes(&mut self.model, &changes);
         self.since_durable.push(changes);
         if sync {
             self.mark_durable();
@@ -157,16 +167,7 @@ impl Harness {
         let mut changes: Vec<Change> =
             self.model.range(lo.clone()..hi.clone()).map(|(k, _)| (k.clone(), None)).collect();
         changes.extend(after.map(|(k, v)| (k, Some(v))));
-        for (k, v) in &changes {
-            match v {
-                Some(v) => self.model.insert(k.clone(), v.clone()),
-                None => self.model.remove(k),
-            };
-        }
-        self.since_durable.push(changes);
-        if sync {
-            self.mark_durable();
-        }
+        self.written(changes, sync);
     }
 
     fn check_get(&mut self) {
@@ -273,12 +274,7 @@ impl Harness {
             if matched {
                 break;
             }
-            for (k, v) in batch {
-                match v {
-                    Some(v) => candidate.insert(k.clone(), v.clone()),
-                    None => candidate.remove(k),
-                };
-            }
+            apply_changes(&mut candidate, batch);
             matched = got == candidate.clone().into_iter().collect::<Vec<_>>();
         }
         assert!(

@@ -158,20 +158,11 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
     let live = on_disk.saturating_sub(garbage);
     let space_amplification = if live == 0 { 1.0 } else { on_disk as f64 / live as f64 };
     let show_key = |k: &Option<InternalKey>| k.as_ref().map(|k| out.style.show(k.user_key()));
-    // Partitions: bounds from the split keys, tables counted by the partition of their first key.
-    let splits = version.partition_splits();
-    let partitions: Vec<(Option<String>, Option<String>, usize, u64)> = (0..=splits.len())
-        .map(|i| {
-            let start = i.checked_sub(1).map(|j| splits[j].as_slice());
-            let (mut tables, mut bytes) = (0, 0);
-            for (_, f) in version.all_files() {
-                if version.partition_of(f.smallest.user_key()).0 == start {
-                    tables += 1;
-                    bytes += f.file_size;
-                }
-            }
-            (start.map(|k| out.style.show(k)), splits.get(i).map(|k| out.style.show(k)), tables, bytes)
-        })
+    // Partitions: tables counted by the partition of their first key.
+    let partitions: Vec<(Option<String>, Option<String>, usize, u64)> = version
+        .partitions()
+        .iter()
+        .map(|p| (p.start.map(|k| out.style.show(k)), p.end.map(|k| out.style.show(k)), p.files.len(), p.bytes()))
         .collect();
     let range_deletes: Vec<Value> = version
         .range_tombstones()

@@ -76,6 +76,13 @@ impl FileMetaData {
         (self.smallest.user_key(), self.largest.user_key())
     }
 
+    /// True if the table may hold an entry that `t` covers: it overlaps `t`'s range, holds an
+    /// entry older than `t`, and was not written by a compaction that applied `t`.
+    pub fn may_hold_covered_by(&self, t: &RangeTombstone) -> bool {
+        let (lo, hi) = self.user_range();
+        t.overlaps(lo, hi) && self.smallest_seq < t.seq && self.range_clean_below < t.seq
+    }
+
     /// True if the table's user-key range intersects `[begin, end]` (`None` is unbounded).
     pub fn overlaps_user_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> bool {
         let before_begin = begin.is_some_and(|b| self.largest.user_key() < b);
@@ -127,6 +134,30 @@ impl SegmentMeta {
 pub fn aligned_interior(start: u64, end: u64, block: u64) -> Option<(u64, u64)> {
     let (lo, hi) = (start.div_ceil(block) * block, end / block * block);
     (hi > lo).then_some((lo, hi))
+}
+
+/// One partition of a [`Version`]: `[start, end)` (`None` is unbounded) and the tables whose
+/// first key lies in it.
+#[derive(Debug)]
+pub struct Partition<'a> {
+    /// First key of the partition.
+    pub start: Option<&'a [u8]>,
+    /// First key after it.
+    pub end: Option<&'a [u8]>,
+    /// Its tables with their levels, level 0 first.
+    pub files: Vec<(usize, &'a Arc<FileMetaData>)>,
+}
+
+impl Partition<'_> {
+    /// True if the closed user-key range `[lo, hi]` lies inside the partition.
+    pub fn contains_range(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.start.is_none_or(|s| s <= lo) && self.end.is_none_or(|e| hi < e)
+    }
+
+    /// Bytes of its tables.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|(_, f)| f.file_size).sum()
+    }
 }
 
 /// An immutable set of SSTables arranged in levels (see the module header for the invariants).
@@ -306,12 +337,27 @@ impl Version {
         &self.partitions
     }
 
-    /// The user-key bounds `[start, end)` of the partition holding `user_key` (`None` is
-    /// unbounded).
-    pub fn partition_of(&self, user_key: &[u8]) -> (Option<&[u8]>, Option<&[u8]>) {
-        let i = self.partitions.partition_point(|s| s.as_slice() <= user_key);
+    /// The bounds `[start, end)` of partition `i` (`None` is unbounded; `i` from 0 to the
+    /// number of split keys).
+    fn partition_bounds(&self, i: usize) -> (Option<&[u8]>, Option<&[u8]>) {
         let start = i.checked_sub(1).map(|j| self.partitions[j].as_slice());
         (start, self.partitions.get(i).map(Vec::as_slice))
+    }
+
+    /// Every partition, in key order: its bounds, and the tables (with their levels) whose
+    /// first key lies in it.
+    pub fn partitions(&self) -> Vec<Partition<'_>> {
+        let mut out: Vec<Partition<'_>> = (0..=self.partitions.len())
+            .map(|i| {
+                let (start, end) = self.partition_bounds(i);
+                Partition { start, end, files: Vec::new() }
+            })
+            .collect();
+        for (level, f) in self.all_files() {
+            let i = self.partitions.partition_point(|s| s.as_slice() <= f.smallest.user_key());
+            out[i].files.push((level, f));
+        }
+        out
     }
 
     /// Most level-0 files of any one partition: the L0 file count that triggers and write
@@ -339,14 +385,14 @@ impl Version {
     pub fn retired_tombstones(&self) -> Vec<RangeTombstone> {
         self.range_tombstones
             .iter()
-            .filter(|t| {
-                !self.all_files().any(|(_, f)| {
-                    let (lo, hi) = f.user_range();
-                    t.overlaps(lo, hi) && f.smallest_seq < t.seq && f.range_clean_below < t.seq
-                })
-            })
+            .filter(|t| !self.all_files().any(|(_, f)| f.may_hold_covered_by(t)))
             .cloned()
             .collect()
+    }
+
+    /// True if `file` may hold an entry one of the durable range deletes covers.
+    pub fn holds_range_deleted(&self, file: &FileMetaData) -> bool {
+        self.range_tombstones.iter().any(|t| file.may_hold_covered_by(t))
     }
 
     /// The newest durable range delete's sequence number (0 if none).

@@ -69,12 +69,13 @@ impl Shared {
     fn write_flush(&self, imm: &Arc<Memtable>, log_head: LogPosition, allocated: &mut Vec<FileNumber>) -> Result<()> {
         let mut edit = VersionEdit::default();
         let mut dropped_pointers = Vec::new();
+        let tombstones = imm.range_tombstones();
         if imm.has_versions() {
             let (splits, clean_below) = {
                 let current = self.catalog.lock().current();
                 // The memtable's entries are newer than every durable range delete, and the
                 // ones its own deletes cover are left out below.
-                let own = imm.range_tombstones().iter().map(|t| t.seq).max().unwrap_or_default();
+                let own = tombstones.iter().map(|t| t.seq).max().unwrap_or_default();
                 (current.partition_splits().to_vec(), current.newest_range_delete().max(own))
             };
             let covering = imm.range_fragments();
@@ -109,7 +110,7 @@ impl Shared {
             Counters::add(&self.counters.flush_bytes_written, bytes);
             edit.new_files.extend(outputs.into_iter().map(|meta| (0, meta)));
         }
-        edit.range_tombstones_added = imm.range_tombstones();
+        edit.range_tombstones_added = tombstones;
         // The table's pointers must not reach disk before the records they point to.
         self.log.sync()?;
         self.fs.sync_dir(&self.dir)?;

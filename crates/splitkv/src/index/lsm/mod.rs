@@ -81,6 +81,11 @@ impl SuperVersion {
             .collect();
         SuperVersion { mem, imm, version, level_files }
     }
+
+    /// The memtables, newest first.
+    pub fn memtables(&self) -> impl Iterator<Item = &Arc<Memtable>> {
+        std::iter::once(&self.mem).chain(self.imm.as_ref())
+    }
 }
 
 struct State {
@@ -402,7 +407,7 @@ impl Index for LsmIndex {
         stats.index_blocks = s.index_block_stats(&sv);
         stats.partitions = sv.version.partition_splits().len() as u64 + 1;
         stats.range_deletes = sv.version.range_tombstones().len() as u64
-            + std::iter::once(&sv.mem).chain(sv.imm.as_ref()).map(|m| m.range_tombstones().len() as u64).sum::<u64>();
+            + sv.memtables().map(|m| m.range_tombstones().len() as u64).sum::<u64>();
     }
 
     fn property(&self, name: &str) -> Option<String> {
@@ -438,18 +443,9 @@ impl Index for LsmIndex {
             ),
             // One line per partition: its bounds, tables and bytes.
             "splitkv.partitions" => {
-                let splits = sv.version.partition_splits();
                 let mut out = String::new();
-                for i in 0..=splits.len() {
-                    let start = i.checked_sub(1).map(|j| splits[j].as_slice());
-                    let end = splits.get(i).map(Vec::as_slice);
-                    let (mut tables, mut bytes) = (0, 0);
-                    for (_, f) in sv.version.all_files() {
-                        if sv.version.partition_of(f.smallest.user_key()).0 == start {
-                            tables += 1;
-                            bytes += f.file_size;
-                        }
-                    }
+                for p in sv.version.partitions() {
+                    let (start, end, tables, bytes) = (p.start, p.end, p.files.len(), p.bytes());
                     out.push_str(&format!("[{start:?} .. {end:?}) {tables} tables {bytes} bytes\n"));
                 }
                 Some(out)
@@ -459,7 +455,7 @@ impl Index for LsmIndex {
                 for t in sv.version.range_tombstones() {
                     out.push_str(&format!("[{:?} .. {:?}) @{} durable\n", t.start, t.end, t.seq.0));
                 }
-                for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
+                for mem in sv.memtables() {
                     for t in mem.range_tombstones() {
                         out.push_str(&format!("[{:?} .. {:?}) @{} in memtable\n", t.start, t.end, t.seq.0));
                     }

@@ -52,15 +52,7 @@ impl Shared {
             self.state.lock().pending_reclaims.push(tombstone);
             return Ok(());
         }
-        let covers_tables = {
-            let current = self.catalog.lock().current();
-            !current.files_covered_by(start, end, seq).is_empty()
-        };
-        if !covers_tables {
-            return Ok(());
-        }
-        // The delete must survive a crash before the tables it replaces are gone.
-        let dropped = self.log.sync().and_then(|()| self.drop_covered_tables(&tombstone));
+        let dropped = self.drop_covered_tables(&tombstone);
         if let Err(e) = &dropped {
             // The durable state is unknown from here on, as after any failed flush.
             self.set_bg_error(&mut self.state.lock(), e);
@@ -68,8 +60,15 @@ impl Shared {
         dropped
     }
 
-    /// Drops, in one edit, every table wholly inside the delete's range with only older entries.
+    /// Drops, in one edit, every table wholly inside the delete's range with only older entries,
+    /// after making the log (and with it the delete) durable.
     fn drop_covered_tables(&self, t: &RangeTombstone) -> Result<()> {
+        // Checked first, so that a delete covering no whole table costs no log sync.
+        if self.catalog.lock().current().files_covered_by(&t.start, &t.end, t.seq).is_empty() {
+            return Ok(());
+        }
+        // The delete must survive a crash before the tables it hides are gone.
+        self.log.sync()?;
         let mut dropped = 0u64;
         self.catalog.record_with(|set| {
             let current = set.current();
@@ -104,11 +103,8 @@ impl Shared {
             let mut state = self.state.lock();
             take_ready(&mut state, self.snapshots.oldest())
         };
-        if !ready.is_empty() {
-            self.log.sync()?;
-            for t in &ready {
-                self.drop_covered_tables(t)?;
-            }
+        for t in &ready {
+            self.drop_covered_tables(t)?;
         }
         let mut changed = false;
         self.catalog.record_with(|set| {
@@ -141,17 +137,13 @@ fn take_ready(state: &mut State, oldest_snapshot: Option<SequenceNumber>) -> Vec
 /// the table at the byte median of its largest level, so that no table of that level straddles
 /// the split.
 fn oversized_partition_splits(version: &Arc<Version>, target: u64) -> Vec<Vec<u8>> {
-    let splits = version.partition_splits();
     let mut out = Vec::new();
-    for i in 0..=splits.len() {
-        let start = i.checked_sub(1).map(|j| splits[j].as_slice());
-        let end = splits.get(i).map(Vec::as_slice);
-        let inside = |lo: &[u8], hi: &[u8]| start.is_none_or(|s| s <= lo) && end.is_none_or(|e| hi < e);
+    for partition in version.partitions() {
         let mut per_level = vec![Vec::new(); version.num_levels()];
         let mut total = 0;
-        for (level, f) in version.all_files() {
+        for &(level, f) in &partition.files {
             let (lo, hi) = f.user_range();
-            if inside(lo, hi) {
+            if partition.contains_range(lo, hi) {
                 total += f.file_size;
                 per_level[level].push(f);
             }
@@ -166,7 +158,7 @@ fn oversized_partition_splits(version: &Arc<Version>, target: u64) -> Vec<Vec<u8
         let mut seen = 0;
         for f in files {
             let key = f.smallest.user_key();
-            if seen >= half && start.is_none_or(|s| s < key) {
+            if seen >= half && partition.start.is_none_or(|s| s < key) {
                 out.push(key.to_vec());
                 break;
             }

@@ -46,12 +46,12 @@ impl Shared {
         let sv = self.super_version();
         // Versions below the newest range delete over the key are gone for this reader.
         let mut hidden_below = sv.version.range_fragments().covering(user_key, seq);
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
+        for mem in sv.memtables() {
             if let Some(fragments) = mem.range_fragments() {
                 hidden_below = hidden_below.max(fragments.covering(user_key, seq));
             }
         }
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.as_ref()) {
+        for mem in sv.memtables() {
             match mem.get(user_key, seq) {
                 Lookup::Found(_, _, found) if found < hidden_below => return Ok(None),
                 Lookup::Found(kind, value, _) => return decode_stored(kind, value, || EntryOrigin::Memtable),
@@ -113,8 +113,7 @@ impl Shared {
     /// empty if there are none. Each source keeps its own fragments, so a cursor costs no
     /// rebuild.
     fn range_deletes_of(sv: &SuperVersion) -> Vec<Arc<Fragments>> {
-        let mut sets: Vec<Arc<Fragments>> =
-            std::iter::once(&sv.mem).chain(sv.imm.as_ref()).filter_map(|m| m.range_fragments()).collect();
+        let mut sets: Vec<Arc<Fragments>> = sv.memtables().filter_map(|m| m.range_fragments()).collect();
         if !sv.version.range_fragments().is_empty() {
             sets.push(Arc::clone(sv.version.range_fragments()));
         }

@@ -167,14 +167,7 @@ impl Shared {
         }
         // A table that may hold range-deleted entries is rewritten rather than moved, so the
         // delete is applied (and can retire).
-        let holds_deleted = |f: &FileMetaData| {
-            let version = self.catalog.lock().current();
-            let (lo, hi) = f.user_range();
-            version
-                .range_tombstones()
-                .iter()
-                .any(|t| t.overlaps(lo, hi) && f.smallest_seq < t.seq && f.range_clean_below < t.seq)
-        };
+        let holds_deleted = |f: &FileMetaData| self.catalog.lock().current().holds_range_deleted(f);
         if compaction.is_trivial_move() && !holds_deleted(&compaction.inputs[0][0]) {
             let file = &compaction.inputs[0][0];
             edit.new_files.push((level + 1, FileMetaData::clone(file)));
