@@ -51,6 +51,11 @@ pub enum Error {
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
+
+    /// A write (or flush, compaction, GC, checkpoint) on a database opened with
+    /// [`crate::Db::open_read_only`].
+    #[error("database is open read-only")]
+    ReadOnly,
 }
 
 impl Error {

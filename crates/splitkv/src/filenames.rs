@@ -6,6 +6,7 @@
 //! 000012.sst         SSTable
 //! 00000003.vlog      value-log segment
 //! HASHINDEX          the persistent hash table (hash index mode)
+//! OPTIONS            the options of the last read-write open (docs/format/options.md)
 //! LOCK               held while the database is open
 //! ```
 
@@ -30,6 +31,8 @@ pub enum FileKind {
     Segment(SegmentId),
     /// `HASHINDEX`: the hash table of the hash index mode.
     HashTable,
+    /// `OPTIONS`: the options the database was last opened read-write with.
+    Options,
     /// A temporary file (`*.tmp`).
     Temp,
 }
@@ -64,6 +67,11 @@ pub fn hash_table_file(dir: &Path) -> PathBuf {
     dir.join("HASHINDEX")
 }
 
+/// `dir/OPTIONS`.
+pub fn options_file(dir: &Path) -> PathBuf {
+    dir.join("OPTIONS")
+}
+
 /// `dir/NAME.tmp`.
 pub fn temp_file(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.tmp"))
@@ -79,6 +87,9 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
     }
     if name == "HASHINDEX" {
         return Some(FileKind::HashTable);
+    }
+    if name == "OPTIONS" {
+        return Some(FileKind::Options);
     }
     if name.ends_with(".tmp") {
         return Some(FileKind::Temp);
@@ -121,6 +132,7 @@ mod tests {
         assert_eq!(parse_file_name(&name(segment_file(d, SegmentId(3)))), Some(FileKind::Segment(SegmentId(3))));
         assert_eq!(parse_file_name(&name(manifest_file(d, FileNumber(5)))), Some(FileKind::Manifest(FileNumber(5))));
         assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));
+        assert_eq!(parse_file_name(&name(options_file(d))), Some(FileKind::Options));
         assert_eq!(parse_file_name("notes.txt"), None);
     }
 }

@@ -23,6 +23,7 @@ pub mod index;
 pub mod iter;
 pub mod memtable;
 pub mod options;
+mod options_file;
 pub mod range_del;
 pub mod snapshot;
 pub mod sstable;
@@ -32,7 +33,7 @@ pub mod version;
 pub mod vlog;
 
 pub use batch::WriteBatch;
-pub use db::{Completion, Db, DbIterator, MultiGet, MultiGetResult, RangeIter};
+pub use db::{CheckpointInfo, Completion, Db, DbIterator, MultiGet, MultiGetResult, RangeIter};
 pub use error::{Error, Result};
 pub use options::{CompressionType, IndexBlockKind, IndexKind, Options, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;

@@ -10,7 +10,6 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use splitkv::fs::{FileSystem, MemFileSystem};
 use splitkv::index::hash::slot::{Slot, SlotKey, SlotState, HEADER_LEN, SLOT_LEN};
 use splitkv::index::hash::table::{Table, TableStats};
 
@@ -28,16 +27,9 @@ pub fn open_locked(path: &Path) -> splitkv::Result<Table> {
 /// the file cannot be read at all.
 pub fn open_copy(path: &Path) -> splitkv::Result<(Vec<u8>, splitkv::Result<Table>)> {
     let bytes = os_fs().read_all(path)?;
-    let mem = MemFileSystem::new();
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        mem.create_dir_all(parent)?;
-    }
-    let mut copy = mem.create(path)?;
-    copy.append(&bytes)?;
-    copy.sync()?;
-    drop(copy);
     // The copy has the original's path, so errors name the file the user gave.
-    Ok((bytes, Table::open(&mem, path)))
+    let table = Table::open_copy(path, &bytes);
+    Ok((bytes, table))
 }
 
 /// Byte offset of slot `index` in the table file.

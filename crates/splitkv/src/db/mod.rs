@@ -17,7 +17,9 @@
 //! writers at the space limits, and runs the background GC thread.
 //!
 //! Recovery (`open`): the catalog (MANIFEST), the value log, the index of the kind the options
-//! name, and replay of the log tail through it. A failed value-log or MANIFEST write poisons
+//! name, and replay of the log tail through it; read-only, the same without writing anything,
+//! beside a writer in another process. Checkpoints (`checkpoint`): an openable copy of the
+//! database as of one sequence number, sharing its immutable files through hard links. A failed value-log or MANIFEST write poisons
 //! the write path; reads keep working.
 //!
 //! The database owns the value log's metadata (the log head, live segments, their garbage and
@@ -35,6 +37,7 @@ use std::thread::JoinHandle;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
+mod checkpoint;
 mod completion;
 mod gc_host;
 mod iterator;
@@ -42,9 +45,11 @@ mod multi_get;
 mod open;
 mod publish;
 mod read_ahead;
+mod read_only;
 mod shards;
 mod write;
 
+pub use checkpoint::CheckpointInfo;
 pub use completion::Completion;
 
 pub use iterator::{DbIterator, RangeIter};
@@ -115,7 +120,10 @@ struct DbInner {
     /// whether it was over one.
     space_checked_at: AtomicU64,
     space_pressed: AtomicBool,
-    _lock: Box<dyn FileLock>,
+    /// Opened with [`Db::open_read_only`]: every write is refused with [`Error::ReadOnly`].
+    read_only: bool,
+    /// The directory lock; none when read-only.
+    _lock: Option<Box<dyn FileLock>>,
 }
 
 /// An open database.
@@ -480,7 +488,12 @@ impl DbInner {
         Ok(DbIterator::new(Arc::clone(self), cursor, ReadOptions { snapshot: Some(snapshot), ..opts }))
     }
 
+    /// Refuses writes when the database is read-only or its write path is poisoned (every
+    /// write, flush, compaction and GC run passes here).
     fn check_poisoned(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         match &*self.poisoned.lock() {
             Some(reason) => Err(Error::Poisoned(reason.clone())),
             None => Ok(()),

@@ -13,10 +13,15 @@
 //!    the write path makes, then an fsync of the replayed segments (they may exist only in the
 //!    page cache after a process crash, and tables pointing at them may follow);
 //! 5. ranges recorded as skipped are punched again (a crash may have come before the punch);
-//! 6. the background GC thread.
+//! 6. the `OPTIONS` file is replaced by the options of this open, then the background GC thread
+//!    starts.
+//!
+//! Before step 1 the shape options are checked against the stored `OPTIONS` file (see
+//! `options_file`): a database is never read with an index kind or level count it was not made
+//! with. `read_only` opens without any of the writes above, beside a live writer.
 
-use std::collections::VecDeque;
-use std::path::Path;
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -28,12 +33,13 @@ use super::shards::ShardFront;
 use super::{Db, DbInner};
 use crate::error::{Error, Result};
 use crate::filenames::{current_file, lock_file, parse_file_name, segment_file, FileKind};
-use crate::fs::FileSystem;
-use crate::index::{self, IndexParts, IndexRecord, LogLink};
+use crate::fs::{FileLock, FileSystem, RandomAccessFile};
+use crate::index::{self, Index, IndexParts, IndexRecord, LogLink};
+use crate::options_file::{check_shape, write_options_file};
 use crate::options::{GcPolicyKind, IndexKind, Options};
 use crate::snapshot::SnapshotList;
 use crate::stats::Counters;
-use crate::types::{FileNumber, SegmentId};
+use crate::types::{FileNumber, LogPosition, SegmentId};
 use crate::version::{Catalog, VersionSet};
 use crate::vlog::gc::{
     punch_ranges, CostBenefitPolicy, GarbageCollector, GcPolicy, GcSettings, GreedyPolicy, OldestPolicy,
@@ -57,6 +63,7 @@ impl Db {
             if options.error_if_exists {
                 return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
             }
+            check_shape(&dir, &options)?;
             VersionSet::recover(Arc::clone(&fs), &dir, options.num_levels)?
         } else if options.create_if_missing {
             VersionSet::create(Arc::clone(&fs), &dir, options.num_levels)?
@@ -65,7 +72,6 @@ impl Db {
         };
         // Nothing else touches the directory yet, so whatever these name is a leftover.
         remove_leftovers(fs.as_ref(), &dir, versions.manifest_number());
-        let recorded_sequence = versions.last_sequence();
         let catalog = Arc::new(Catalog::new(versions));
         let (log_head, recorded) = catalog.log_segments();
 
@@ -82,42 +88,9 @@ impl Db {
         let newest_known = recorded.keys().next_back().copied().unwrap_or_default();
         vlog.reserve_ids_below(SegmentId(newest_known.0.max(log_head.segment.0) + 1));
 
-        let last_sequence = Arc::new(AtomicU64::new(recorded_sequence.0));
-        let snapshots = Arc::new(SnapshotList::default());
-        let counters = Arc::new(Counters::default());
-        let index = index::open(IndexParts {
-            options: options.clone(),
-            dir: dir.clone(),
-            catalog: Arc::clone(&catalog),
-            log: Arc::clone(&vlog) as Arc<dyn LogLink>,
-            snapshots: Arc::clone(&snapshots),
-            last_sequence: Arc::clone(&last_sequence),
-            counters: Arc::clone(&counters),
-        })?;
-
-        let threshold = options.value_threshold;
-        let mut replayed_any = false;
-        vlog.replay(log_head, &mut |batch: &[ReplayedRecord]| {
-            if let Some(r) = batch.iter().find(|r| r.kind == RecordKind::DeleteRange) {
-                if !index.supports_range_deletes() {
-                    return Err(Error::corruption(
-                        segment_file(&dir, r.pointer.segment),
-                        r.pointer.offset,
-                        "a range-delete record in the log of an index that never writes one",
-                    ));
-                }
-            }
-            let records: Vec<IndexRecord<'_>> = batch
-                .iter()
-                .map(|r| IndexRecord::from_log(&r.key, r.seq, r.kind, &r.value, r.pointer, threshold))
-                .collect();
-            index.apply(&records);
-            if let Some(last) = batch.last() {
-                last_sequence.fetch_max(last.seq.0, Ordering::Release);
-            }
-            replayed_any = true;
-            Ok(())
-        })?;
+        let recovered = Recovered::open_index(&options, &dir, catalog, vlog, false, HashMap::new())?;
+        let Recovered { ref vlog, ref index, .. } = recovered;
+        let replayed_any = recovered.replay_tail(&options, &dir, log_head)?;
         if replayed_any {
             // The replayed records may exist only in the page cache (a process crash); make them
             // durable before tables that point at them can be written.
@@ -131,18 +104,7 @@ impl Db {
         // reads do not search one oversized skiplist until the next write arrives.
         index.make_room(false)?;
 
-        let gc = GarbageCollector::new(
-            gc_policy(options.gc_policy),
-            GcSettings {
-                garbage_ratio: options.gc_garbage_ratio,
-                space_budget: options.gc_space_budget,
-                space_amplification: options.gc_space_amplification,
-                space_trigger: options.gc_space_trigger,
-                punch_holes: options.gc_punch_holes,
-                logical_space_factor: options.gc_logical_space_factor,
-            },
-            options.segment_size,
-        );
+        let gc = new_collector(&options);
         // Ranges recorded as skipped may not have been punched before a crash (the punch waits
         // for readers); punching is idempotent, so punch them all again.
         let live_segments: Vec<SegmentId> = vlog.segments().iter().map(|s| s.id).collect();
@@ -151,40 +113,10 @@ impl Db {
                 gc.note_punched(*id, bytes);
             }
         }
+        // Last, so that only an open that succeeded replaces what tools reopen with.
+        write_options_file(fs.as_ref(), &dir, &options)?;
         let background_gc = options.background_gc;
-        let prefetch_threads = options.prefetch_threads;
-        // Nothing is in flight at open: every record in the log is applied.
-        let applied_segment = AtomicU64::new(vlog.head().segment.0);
-        let last_assigned = last_sequence.load(Ordering::Acquire);
-        let inner = Arc::new(DbInner {
-            options,
-            dir,
-            vlog,
-            catalog,
-            index,
-            snapshots,
-            last_sequence,
-            applied_segment,
-            counters,
-            prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
-            scan_values_cached: Arc::new(AtomicBool::new(false)),
-            point_values_cached: AtomicBool::new(false),
-            writers: Mutex::new(VecDeque::new()),
-            commit_gate: RwLock::new(()),
-            log_order: Mutex::new(last_assigned),
-            publish: PublishOrder::default(),
-            poisoned: Mutex::new(None),
-            gc,
-            gc_barrier: RwLock::new(()),
-            gc_stop: AtomicBool::new(false),
-            gc_wake: (Mutex::new(()), Condvar::new()),
-            gc_failure: Mutex::new(None),
-            last_survey: Mutex::new(SurveyMark::default()),
-            separated_bytes_written: AtomicU64::new(0),
-            space_checked_at: AtomicU64::new(0),
-            space_pressed: AtomicBool::new(false),
-            _lock: lock,
-        });
+        let inner = recovered.into_inner(options, dir, gc, Some(lock));
         // `shards` 0 and 1 both mean no shards: every write takes the group-commit path.
         let front = match inner.options.index {
             IndexKind::Hash { shards, .. } if shards >= 2 => Some(ShardFront::start(&inner, shards)?),
@@ -223,6 +155,136 @@ impl Db {
         let _ = fs.remove_dir(dir);
         Ok(())
     }
+}
+
+/// What recovery has opened, before the database starts: the parts of a [`DbInner`] that
+/// both read-write and read-only opens build the same way.
+pub(super) struct Recovered {
+    pub(super) catalog: Arc<Catalog>,
+    pub(super) vlog: Arc<ValueLog>,
+    pub(super) index: Arc<dyn Index>,
+    snapshots: Arc<SnapshotList>,
+    last_sequence: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+}
+
+impl Recovered {
+    /// Opens the index `options` name over the catalog and the value log, with the last
+    /// sequence number the catalog records (the replay raises it).
+    pub(super) fn open_index(
+        options: &Options,
+        dir: &Path,
+        catalog: Arc<Catalog>,
+        vlog: Arc<ValueLog>,
+        read_only: bool,
+        pinned_tables: HashMap<FileNumber, Arc<dyn RandomAccessFile>>,
+    ) -> Result<Recovered> {
+        let last_sequence = Arc::new(AtomicU64::new(catalog.lock().last_sequence().0));
+        let snapshots = Arc::new(SnapshotList::default());
+        let counters = Arc::new(Counters::default());
+        let index = index::open(IndexParts {
+            options: options.clone(),
+            dir: dir.to_path_buf(),
+            catalog: Arc::clone(&catalog),
+            log: Arc::clone(&vlog) as Arc<dyn LogLink>,
+            snapshots: Arc::clone(&snapshots),
+            last_sequence: Arc::clone(&last_sequence),
+            counters: Arc::clone(&counters),
+            read_only,
+            pinned_tables,
+        })?;
+        Ok(Recovered { catalog, vlog, index, snapshots, last_sequence, counters })
+    }
+
+    /// Replays every complete batch of the log from `head` through `Index::apply`; returns
+    /// whether there was any.
+    pub(super) fn replay_tail(&self, options: &Options, dir: &Path, head: LogPosition) -> Result<bool> {
+        let (index, last_sequence) = (&self.index, &self.last_sequence);
+        let threshold = options.value_threshold;
+        let mut replayed_any = false;
+        self.vlog.replay(head, &mut |batch: &[ReplayedRecord]| {
+            if let Some(r) = batch.iter().find(|r| r.kind == RecordKind::DeleteRange) {
+                if !index.supports_range_deletes() {
+                    return Err(Error::corruption(
+                        segment_file(dir, r.pointer.segment),
+                        r.pointer.offset,
+                        "a range-delete record in the log of an index that never writes one",
+                    ));
+                }
+            }
+            let records: Vec<IndexRecord<'_>> = batch
+                .iter()
+                .map(|r| IndexRecord::from_log(&r.key, r.seq, r.kind, &r.value, r.pointer, threshold))
+                .collect();
+            index.apply(&records);
+            if let Some(last) = batch.last() {
+                last_sequence.fetch_max(last.seq.0, Ordering::Release);
+            }
+            replayed_any = true;
+            Ok(())
+        })?;
+        Ok(replayed_any)
+    }
+
+    /// The database's shared state over what was recovered; `lock` is `None` when read-only.
+    pub(super) fn into_inner(
+        self,
+        options: Options,
+        dir: PathBuf,
+        gc: GarbageCollector,
+        lock: Option<Box<dyn FileLock>>,
+    ) -> Arc<DbInner> {
+        let prefetch_threads = options.prefetch_threads;
+        // Nothing is in flight at open: every record in the log is applied.
+        let applied_segment = AtomicU64::new(self.vlog.head().segment.0);
+        let last_assigned = self.last_sequence.load(Ordering::Acquire);
+        Arc::new(DbInner {
+            options,
+            dir,
+            vlog: self.vlog,
+            catalog: self.catalog,
+            index: self.index,
+            snapshots: self.snapshots,
+            last_sequence: self.last_sequence,
+            applied_segment,
+            counters: self.counters,
+            prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
+            scan_values_cached: Arc::new(AtomicBool::new(false)),
+            point_values_cached: AtomicBool::new(false),
+            writers: Mutex::new(VecDeque::new()),
+            commit_gate: RwLock::new(()),
+            log_order: Mutex::new(last_assigned),
+            publish: PublishOrder::default(),
+            poisoned: Mutex::new(None),
+            gc,
+            gc_barrier: RwLock::new(()),
+            gc_stop: AtomicBool::new(false),
+            gc_wake: (Mutex::new(()), Condvar::new()),
+            gc_failure: Mutex::new(None),
+            last_survey: Mutex::new(SurveyMark::default()),
+            separated_bytes_written: AtomicU64::new(0),
+            space_checked_at: AtomicU64::new(0),
+            space_pressed: AtomicBool::new(false),
+            read_only: lock.is_none(),
+            _lock: lock,
+        })
+    }
+}
+
+/// The value-log collector `options` describe.
+pub(super) fn new_collector(options: &Options) -> GarbageCollector {
+    GarbageCollector::new(
+        gc_policy(options.gc_policy),
+        GcSettings {
+            garbage_ratio: options.gc_garbage_ratio,
+            space_budget: options.gc_space_budget,
+            space_amplification: options.gc_space_amplification,
+            space_trigger: options.gc_space_trigger,
+            punch_holes: options.gc_punch_holes,
+            logical_space_factor: options.gc_logical_space_factor,
+        },
+        options.segment_size,
+    )
 }
 
 /// The value-log GC policy `kind` names.

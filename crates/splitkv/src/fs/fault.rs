@@ -11,7 +11,7 @@
 //! syncs covers both kinds of file.
 //!
 //! Operations without a [`FaultKind`] (`exists`, `file_size`, `list`, `create_dir_all`,
-//! `allocated_size`, the length queries of handles, and a mapped file's stores and flushes,
+//! `allocated_size`, `link_count`, the length queries of handles, and a mapped file's stores and flushes,
 //! which cannot report an error) are passed through and never fail.
 //!
 //! Thread-safety: clones share the faults and counters behind one mutex; the wrapper is as
@@ -35,7 +35,7 @@ pub enum FaultKind {
     Create,
     /// [`FileSystem::open_append`].
     OpenAppend,
-    /// [`FileSystem::open`] (also the first step of `read_all`).
+    /// [`FileSystem::open`] and [`FileSystem::open_may_shrink`] (also the first step of `read_all`).
     Open,
     /// [`RandomAccessFile::read_exact_at`] on a wrapped handle.
     Read,
@@ -57,6 +57,8 @@ pub enum FaultKind {
     Lock,
     /// [`FileSystem::punch_hole`].
     PunchHole,
+    /// [`FileSystem::hard_link`]; the path matched is the existing file.
+    Link,
     /// Every operation of the kinds above.
     Any,
 }
@@ -331,6 +333,12 @@ impl FileSystem for FaultInjectingFileSystem {
         Ok(Arc::new(FaultyRandomAccessFile { inner, path: path.to_path_buf(), injector: Arc::clone(&self.injector) }))
     }
 
+    fn open_may_shrink(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.check(FaultKind::Open, path)?;
+        let inner = self.inner.open_may_shrink(path)?;
+        Ok(Arc::new(FaultyRandomAccessFile { inner, path: path.to_path_buf(), injector: Arc::clone(&self.injector) }))
+    }
+
     fn exists(&self, path: &Path) -> bool {
         self.inner.exists(path)
     }
@@ -390,6 +398,15 @@ impl FileSystem for FaultInjectingFileSystem {
 
     fn allocated_size(&self, path: &Path) -> Result<u64> {
         self.inner.allocated_size(path)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<bool> {
+        self.check(FaultKind::Link, from)?;
+        self.inner.hard_link(from, to)
+    }
+
+    fn link_count(&self, path: &Path) -> Result<u64> {
+        self.inner.link_count(path)
     }
 }
 

@@ -7,6 +7,8 @@
 //! - the **durable** namespace, which only [`FileSystem::sync_dir`] updates, copying the live
 //!   entries directly inside the synced directory.
 //!
+//! A hard link is a second path naming the same inode, in either namespace.
+//!
 //! [`MemFileSystem::crash`] replaces the live namespace by the durable one and cuts every inode
 //! to its synced length ([`MemFileSystem::crash_with_torn_tails`] keeps a random prefix of each
 //! unsynced tail instead). Directories, `truncate` and `punch_hole` are durable immediately:
@@ -709,6 +711,27 @@ impl FileSystem for MemFileSystem {
         let inode = inode.lock();
         Ok(inode.len() - inode.punched_bytes())
     }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<bool> {
+        let mut state = self.state.lock();
+        let inode = state.live_inode(from)?;
+        state.require_parent(to)?;
+        if state.live.contains_key(to) || state.dirs.contains(to) {
+            return Err(Error::Io(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{}: file exists", to.display()),
+            )));
+        }
+        // Like `create`: the name is live at once, durable after `sync_dir`.
+        state.live.insert(to.to_path_buf(), inode);
+        Ok(true)
+    }
+
+    fn link_count(&self, path: &Path) -> Result<u64> {
+        let state = self.state.lock();
+        let inode = state.live_inode(path)?;
+        Ok(state.live.values().filter(|other| Arc::ptr_eq(other, &inode)).count() as u64)
+    }
 }
 
 #[cfg(test)]
@@ -1169,6 +1192,33 @@ mod tests {
         assert_eq!(fs.read_all(&path).unwrap(), b"head\0\0\0\0\0\0\0\0", "the extension is durable");
         assert!(fs.map(&path, 0).is_err());
         assert!(fs.map(&db_dir().join("empty"), 0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn hard_links_share_one_file_and_survive_a_crash_once_synced() {
+        let fs = setup();
+        let (a, b) = (db_dir().join("a"), db_dir().join("b"));
+        let _file = write_file(&fs, &a, &[(&[7u8; 8192], true)]);
+        fs.sync_dir(&db_dir()).unwrap();
+        assert_eq!(fs.link_count(&a).unwrap(), 1);
+        assert!(fs.hard_link(&a, &b).unwrap());
+        assert_eq!((fs.link_count(&a).unwrap(), fs.link_count(&b).unwrap()), (2, 2));
+        assert_eq!(io_kind(fs.hard_link(&a, &b).unwrap_err()), io::ErrorKind::AlreadyExists);
+        assert_eq!(io_kind(fs.hard_link(&db_dir().join("none"), &b).unwrap_err()), io::ErrorKind::NotFound);
+        // A hole punched through one name shows through the other: one file.
+        assert!(fs.punch_hole(&b, 0, 4096).unwrap());
+        assert_eq!(fs.read_all(&a).unwrap()[..4096], [0u8; 4096]);
+        assert_eq!(fs.allocated_size(&a).unwrap(), 4096);
+
+        fs.crash();
+        assert!(!fs.exists(&b), "the link is durable only after sync_dir");
+        assert!(fs.hard_link(&a, &b).unwrap());
+        fs.sync_dir(&db_dir()).unwrap();
+        fs.crash();
+        assert_eq!(fs.link_count(&b).unwrap(), 2, "still one file after a crash");
+        fs.remove(&a).unwrap();
+        assert_eq!(fs.link_count(&b).unwrap(), 1);
+        assert_eq!(fs.file_size(&b).unwrap(), 8192);
     }
 
     #[test]

@@ -123,6 +123,12 @@ pub trait FileSystem: Send + Sync + 'static {
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positioned reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Like [`FileSystem::open`], for a file that another process may shrink while it is open
+    /// (a live writer's newest log segment, whose torn tail its recovery cuts off): a read past
+    /// the new end must be an error, never a fault, so the OS implementation maps nothing.
+    fn open_may_shrink(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open(path)
+    }
     /// Reads a whole file.
     fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
         let file = self.open(path)?;
@@ -159,6 +165,19 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Bytes the file occupies on the medium (smaller than its length where holes were punched).
     fn allocated_size(&self, path: &Path) -> Result<u64> {
         self.file_size(path)
+    }
+    /// Gives the file at `from` a second name `to` on the same file system (`link(2)`): both
+    /// names share one file, so a change through either (a punched hole) shows through both.
+    /// `to` must not exist; the new name is durable once its directory is synced. Returns
+    /// `Ok(false)` where unsupported (another file system, no hard links), and the caller copies
+    /// instead. Implementations that create links must also count them in `link_count`.
+    fn hard_link(&self, _from: &Path, _to: &Path) -> Result<bool> {
+        Ok(false)
+    }
+    /// How many names the file at `path` has (1 unless hard-linked). GC never punches holes in a
+    /// file with more than one: another name (a checkpoint's) may still need the bytes.
+    fn link_count(&self, path: &Path) -> Result<u64> {
+        self.file_size(path).map(|_| 1)
     }
     /// Maps `path` into memory as a persistent-memory medium of exactly `len` bytes, creating
     /// the file (zero-filled) or extending it with zeros if it is shorter (the new length is

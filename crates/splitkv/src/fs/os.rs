@@ -7,7 +7,8 @@
 //! appended after they were opened. Directory locks use `flock(LOCK_EX | LOCK_NB)`, which is
 //! released when the process dies. [`FileSystem::map`] is in `os_mapped`.
 //!
-//! Maps are only taken of files this engine owns. Tables and sealed log segments never change;
+//! Maps are only taken of files this engine owns, and not by [`FileSystem::open_may_shrink`], which
+//! a read-only database uses for log segments that a live writer in another process may cut. Tables and sealed log segments never change;
 //! the one file that shrinks is a log segment whose torn tail recovery cuts off, and no read
 //! addresses bytes past the end the log knows for it (reads are bounded by that length, which
 //! recovery lowers before truncating), so no read touches a page beyond the end of a file. A file
@@ -256,6 +257,11 @@ impl FileSystem for OsFileSystem {
         Ok(Arc::new(OsRandomAccessFile { file, map }))
     }
 
+    fn open_may_shrink(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        // A map would fault (SIGBUS) on a page the other process cut off; `pread` reports it.
+        Ok(Arc::new(OsRandomAccessFile { file: File::open(path)?, map: None }))
+    }
+
     fn exists(&self, path: &Path) -> bool {
         path.exists()
     }
@@ -338,6 +344,21 @@ impl FileSystem for OsFileSystem {
     fn allocated_size(&self, path: &Path) -> Result<u64> {
         Ok(fs::metadata(path)?.blocks() * 512)
     }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<bool> {
+        match fs::hard_link(from, to) {
+            Ok(()) => Ok(true),
+            // Another file system (EXDEV), or one without hard links: the caller copies.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EXDEV | libc::EPERM | libc::EOPNOTSUPP | libc::EMLINK)) => {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn link_count(&self, path: &Path) -> Result<u64> {
+        Ok(fs::metadata(path)?.nlink())
+    }
 }
 
 fn parent_or_self(path: &Path) -> PathBuf {
@@ -347,6 +368,23 @@ fn parent_or_self(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hard_links_are_counted_and_share_bytes() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        let mut file = OsFileSystem.create(&a)?;
+        file.append(b"shared")?;
+        file.sync()?;
+        assert_eq!(OsFileSystem.link_count(&a)?, 1);
+        assert!(OsFileSystem.hard_link(&a, &b)?);
+        assert_eq!(OsFileSystem.link_count(&a)?, 2);
+        assert_eq!(OsFileSystem.read_all(&b)?, b"shared");
+        assert!(OsFileSystem.hard_link(&a, &b).is_err(), "the new name must not exist");
+        OsFileSystem.remove(&a)?;
+        assert_eq!(OsFileSystem.link_count(&b)?, 1);
+        Ok(())
+    }
 
     #[test]
     fn freshly_written_bytes_are_cached_and_hinted_reads_stay_exact() -> Result<()> {

@@ -13,19 +13,20 @@
 pub mod hash;
 pub mod lsm;
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::error::Result;
+use crate::fs::{FileSystem, RandomAccessFile};
 use crate::iter::InternalIterator;
 use crate::options::{IndexKind, Options};
 use crate::snapshot::SnapshotList;
 use crate::stats::{Counters, Stats};
-use crate::types::{LogPosition, SegmentId, SequenceNumber, ValuePointer};
+use crate::types::{FileNumber, LogPosition, SegmentId, SequenceNumber, ValuePointer};
 use crate::version::Catalog;
 use crate::vlog::{RecordKind, ReplayedRecord, SegmentInfo, ValueLog};
 
@@ -199,6 +200,13 @@ pub trait Index: Send + Sync {
     }
     /// Stops background work; later calls may fail.
     fn shutdown(&self);
+    /// Writes into `dir` the index's durable state that lives outside the catalog and the value
+    /// log, as it is now (the hash index's table file; nothing for the LSM, whose tables the
+    /// catalog lists), for a checkpoint; returns the bytes written. The caller holds the write
+    /// path, so no write or index checkpoint changes that state meanwhile.
+    fn write_checkpoint_state(&self, _fs: &dyn FileSystem, _dir: &Path) -> Result<u64> {
+        Ok(0)
+    }
 }
 
 /// Everything an index needs from the database to open.
@@ -217,6 +225,12 @@ pub struct IndexParts {
     pub last_sequence: Arc<AtomicU64>,
     /// Shared counters.
     pub counters: Arc<Counters>,
+    /// Open for `Db::open_read_only`: the index writes nothing (no table file, MANIFEST edit or
+    /// deletion), starts no background work, and is never asked to make room.
+    pub read_only: bool,
+    /// Read-only: the table files opened at open, served instead of opening their paths (a live
+    /// writer may delete them). Empty otherwise.
+    pub pinned_tables: HashMap<FileNumber, Arc<dyn RandomAccessFile>>,
 }
 
 /// Opens the index kind `parts.options.index` names over the recovered catalog. The log tail

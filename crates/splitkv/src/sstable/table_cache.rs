@@ -5,9 +5,14 @@
 //! misses for one table open it once. It is a separate module from the block cache because it
 //! sits one level higher: it opens tables, while tables themselves read through the block cache.
 //!
+//! A read-only database pins its tables' files at open (see `Db::open_read_only`): the cache
+//! then builds a table from the pinned handle instead of opening the path, which a live writer
+//! may have deleted meanwhile.
+//!
 //! Thread-safety: `Send + Sync`, shared through `Arc`; sharded (`quick_cache`) so concurrent
 //! readers rarely contend.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,7 +24,7 @@ use super::table::Table;
 use super::TableOptions;
 use crate::error::Result;
 use crate::filenames::table_file;
-use crate::fs::{AccessPattern, FileSystem};
+use crate::fs::{AccessPattern, FileSystem, RandomAccessFile};
 use crate::types::FileNumber;
 
 // Readers on many threads share the table cache.
@@ -36,6 +41,9 @@ pub struct TableCache {
     learning: Option<Arc<IndexLearning>>,
     opts: TableOptions,
     tables: Cache<FileNumber, Arc<Table>>,
+    /// Files opened ahead of use (by a read-only database, whose writer may delete them), used
+    /// instead of opening the path on a miss.
+    pinned: HashMap<FileNumber, Arc<dyn RandomAccessFile>>,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -55,14 +63,32 @@ impl TableCache {
         learning: Option<Arc<IndexLearning>>,
         opts: TableOptions,
     ) -> Self {
-        TableCache { fs, dir, block_cache, learning, opts, tables: Cache::new(capacity.max(1)) }
+        TableCache {
+            fs,
+            dir,
+            block_cache,
+            learning,
+            opts,
+            tables: Cache::new(capacity.max(1)),
+            pinned: HashMap::new(),
+        }
+    }
+
+    /// Serves the tables in `files` from these already open handles rather than by path: they
+    /// stay readable after another process deletes their files.
+    pub fn with_pinned(mut self, files: HashMap<FileNumber, Arc<dyn RandomAccessFile>>) -> Self {
+        self.pinned = files;
+        self
     }
 
     /// The open table `number` of `size` bytes, opening it on a miss.
     pub fn get_table(&self, number: FileNumber, size: u64) -> Result<Arc<Table>> {
         self.tables.get_or_insert_with(&number, || {
             let path = table_file(&self.dir, number);
-            let file = self.fs.open(&path)?;
+            let file = match self.pinned.get(&number) {
+                Some(file) => Arc::clone(file),
+                None => self.fs.open(&path)?,
+            };
             file.advise(AccessPattern::Random);
             Table::open(file, path, number, size, &self.opts, self.block_cache.clone(), self.learning.clone())
         })

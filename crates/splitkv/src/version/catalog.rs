@@ -26,18 +26,29 @@ pub struct Catalog {
     set: Mutex<VersionSet>,
     /// Why the catalog refuses edits, after a failed MANIFEST write.
     failure: Mutex<Option<String>>,
+    /// Refuses every edit with [`Error::ReadOnly`] (a database opened read-only).
+    read_only: bool,
 }
 
 impl Catalog {
     /// A catalog over a recovered or newly created version set.
     pub fn new(set: VersionSet) -> Catalog {
-        Catalog { set: Mutex::new(set), failure: Mutex::new(None) }
+        Catalog { set: Mutex::new(set), failure: Mutex::new(None), read_only: false }
+    }
+
+    /// A catalog over a recovered version set that never writes: every edit is refused with
+    /// [`Error::ReadOnly`], so the MANIFEST of a database opened read-only stays untouched.
+    pub fn read_only(set: VersionSet) -> Catalog {
+        Catalog { set: Mutex::new(set), failure: Mutex::new(None), read_only: true }
     }
 
     /// Builds an edit from the current state and makes it durable, all under the lock (so the
     /// state the edit was computed from is the state it applies to). An empty edit writes
     /// nothing. A failure poisons the catalog.
     pub fn record_with(&self, build: impl FnOnce(&VersionSet) -> VersionEdit) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         let mut set = self.set.lock();
         if let Some(reason) = &*self.failure.lock() {
             return Err(Error::Poisoned(reason.clone()));

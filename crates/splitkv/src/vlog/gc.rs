@@ -23,6 +23,10 @@
 //! when the logical space budget is spent, when a segment is mostly holes, or when its garbage
 //! is too scattered to free a block.
 //!
+//! A segment file with a second name (a checkpoint's hard link, see `Db::checkpoint`) is never
+//! punched: the checkpoint's index may still point into the dead ranges. Such a segment is
+//! cleaned by copying, and deleting this database's name leaves the checkpoint's file intact.
+//!
 //! Only segments entirely before the recovery log head are eligible: younger records may still
 //! be needed to rebuild the memtable after a crash. Space limits count physical bytes (punched
 //! holes excluded): the hard `space_budget`, and the soft `space_amplification` over the host's
@@ -217,6 +221,14 @@ impl GarbageCollector {
         }
     }
 
+    /// Holds off every run (and with it every deferred release and punch) until the guard is
+    /// dropped, waiting for a run in progress to end: a checkpoint links segment files while it
+    /// holds it, so none is deleted or punched in the meantime. Take it before any lock of the
+    /// write path: a run takes this first and then writes.
+    pub fn hold_runs(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.run_lock.lock()
+    }
+
     /// Cumulative counters.
     pub fn totals(&self) -> GcTotals {
         self.state.lock().totals.clone()
@@ -403,7 +415,7 @@ impl GarbageCollector {
             .settings
             .space_budget
             .is_none_or(|b| (host.logical_log_bytes() as f64) < b as f64 * self.settings.logical_space_factor);
-        let punch = self.settings.punch_holes && !self.state.lock().punch_unsupported;
+        let punch = self.settings.punch_holes && !self.state.lock().punch_unsupported && !is_shared(fs, &path)?;
         if punch && logical_room && !mostly_holes {
             // Record first, punch later: once recorded, no scan reads the ranges, and a crash
             // before the punch only leaves dead bytes in place. The punch itself waits for
@@ -446,6 +458,13 @@ impl GarbageCollector {
     }
 }
 
+/// True if the file at `path` has more than one name: a checkpoint hard-linked it, and its
+/// bytes may be read through the other name by a database whose index still points at them, so
+/// GC must not punch it (copying and deleting this name are safe: the other keeps the file).
+fn is_shared(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
+    Ok(fs.link_count(path)? > 1)
+}
+
 /// A victim's records sorted into live and dead.
 struct VictimScan {
     live: Vec<ReplayedRecord>,
@@ -485,7 +504,12 @@ fn punchable_runs(dead: &[(u64, u64)]) -> Vec<(u64, u64)> {
 }
 
 /// Punches the block-aligned interiors of `ranges` (idempotent); `None` if the file system cannot.
+/// A file with another name (a checkpoint's hard link) is left whole, `Some(0)`: the other name
+/// may belong to a database that still reads those bytes.
 pub fn punch_ranges(fs: &dyn FileSystem, path: &Path, ranges: &[(u64, u64)]) -> Result<Option<u64>> {
+    if is_shared(fs, path)? {
+        return Ok(Some(0));
+    }
     let mut punched = 0;
     for &(start, end) in ranges {
         if let Some((lo, hi)) = aligned_interior(start, end, PUNCH_BLOCK) {

@@ -19,6 +19,10 @@
 //! until its segment is removed; after a failed write or fsync the log is poisoned and refuses
 //! appends and syncs (reads keep working).
 //!
+//! [`ValueLog::open_read_only`] opens a log that a writer in another process may be appending
+//! to: the view ends at each file's length as of opening (at a torn tail, without cutting it),
+//! and nothing is ever written.
+//!
 //! Thread-safety: [`ValueLog`] is `Send + Sync`. Appends, flushes and syncs serialize on one
 //! mutex. Reads of flushed bytes take only a short read lock on the segment map and then `pread`
 //! without any lock; only a read of bytes still in the write buffer takes the writer mutex.
@@ -114,6 +118,8 @@ pub struct ValueLog {
     segments: RwLock<HashMap<SegmentId, Arc<Segment>>>,
     writer: Mutex<Writer>,
     bytes_written: AtomicU64,
+    /// Opened with [`ValueLog::open_read_only`]: nothing is ever written, truncated or removed.
+    read_only: bool,
 }
 
 impl ValueLog {
@@ -124,18 +130,31 @@ impl ValueLog {
     /// header is damaged is corruption; a newest segment too short to hold its header is left
     /// for [`ValueLog::replay`] to remove (a crash during its creation).
     pub fn open(fs: Arc<dyn FileSystem>, dir: &Path, opts: VlogOptions) -> Result<ValueLog> {
+        fs.create_dir_all(dir)?;
+        Self::open_segments(fs, dir, opts, false)
+    }
+
+    /// Opens the segments in `dir` for reading only, for a database opened read-only beside a
+    /// writer that may still be appending: every segment file is opened now (so one the writer
+    /// deletes later stays readable through its handle) with the length it has now, and
+    /// [`ValueLog::replay`] stops at a torn tail instead of truncating it. Appends, syncs,
+    /// seals and removals fail with [`Error::ReadOnly`]; nothing is written.
+    pub fn open_read_only(fs: Arc<dyn FileSystem>, dir: &Path, opts: VlogOptions) -> Result<ValueLog> {
+        Self::open_segments(fs, dir, opts, true)
+    }
+
+    fn open_segments(fs: Arc<dyn FileSystem>, dir: &Path, opts: VlogOptions, read_only: bool) -> Result<ValueLog> {
         if opts.segment_size <= SEGMENT_HEADER_LEN + RECORD_HEADER_LEN as u64 {
             return Err(Error::InvalidArgument(format!(
                 "value-log segment size {} cannot hold a record",
                 opts.segment_size
             )));
         }
-        fs.create_dir_all(dir)?;
         let ids = list_segments(fs.as_ref(), dir)?;
         let mut segments = HashMap::with_capacity(ids.len());
         for (i, &id) in ids.iter().enumerate() {
             let path = segment_file(dir, id);
-            let file = fs.open(&path)?;
+            let file = if read_only { fs.open_may_shrink(&path)? } else { fs.open(&path)? };
             // Pointer reads are random; replay and GC scans switch to sequential while they walk.
             // Advised before the header is read: under the default advice that first read would
             // bring in a whole read-ahead window (megabytes) of a segment nobody asked for.
@@ -160,7 +179,15 @@ impl ValueLog {
             segments: RwLock::new(segments),
             writer: Mutex::new(Writer::new(next_id, opts.buffer_size)),
             bytes_written: AtomicU64::new(0),
+            read_only,
         })
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        Ok(())
     }
 
     /// Appends a batch atomically and returns one pointer per record.
@@ -175,6 +202,7 @@ impl ValueLog {
     /// and a walk along it ends); here it is refused as an invalid argument before anything is
     /// written. A record's predecessor therefore cannot be another record of the same batch.
     pub fn append_batch(&self, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>> {
+        self.check_writable()?;
         let mut guard = self.writer.lock();
         let w = &mut *guard;
         w.check_usable()?;
@@ -257,6 +285,7 @@ impl ValueLog {
 
     /// Hands buffered appends to the OS and makes the active segment durable.
     pub fn sync(&self) -> Result<()> {
+        self.check_writable()?;
         let mut w = self.writer.lock();
         w.check_usable()?;
         w.poison_on_error(|w| w.sync(self.opts.buffer_size, &self.bytes_written))
@@ -266,6 +295,7 @@ impl ValueLog {
     /// so far can be garbage-collected; the next append starts a new segment. Does nothing if
     /// the active segment holds no record.
     pub fn seal_active(&self) -> Result<()> {
+        self.check_writable()?;
         let mut guard = self.writer.lock();
         let w = &mut *guard;
         w.check_usable()?;
@@ -408,6 +438,7 @@ impl ValueLog {
     /// Deletes a segment that is no longer appended to and forgets it; later reads through
     /// pointers into it are corruption.
     pub fn remove_segment(&self, id: SegmentId) -> Result<()> {
+        self.check_writable()?;
         let segment = self.segments.read().get(&id).cloned();
         let Some(segment) = segment else {
             return Err(Error::InvalidArgument(format!("value-log segment {id} is not live")));
@@ -419,6 +450,12 @@ impl ValueLog {
         self.fs.remove(&segment.path)?;
         self.segments.write().remove(&id);
         self.fs.sync_dir(&self.dir)
+    }
+
+    /// Forgets segment `id` without touching its file: a read-only view drops a segment its
+    /// catalog no longer lists (GC released it; the writer is deleting the file).
+    pub fn forget_segment(&self, id: SegmentId) {
+        self.segments.write().remove(&id);
     }
 
     /// Makes every segment created from now on have an id of at least `id`. The caller passes

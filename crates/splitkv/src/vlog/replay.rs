@@ -9,6 +9,9 @@
 //! kind or flag — is [`Error::Corruption`] wherever it is, and so is a short record in an older
 //! segment.
 //!
+//! Read-only ([`ValueLog::open_read_only`]), the same rule decides where the view ends, but
+//! nothing is truncated or removed: the torn tail may be a batch a live writer is appending.
+//!
 //! Thread-safety: replay must run before the first append; it takes the writer mutex only to
 //! check that, and updates segment lengths with the same publication order appends use.
 
@@ -45,9 +48,12 @@ impl ValueLog {
         for segment in segments.iter().filter(|s| s.id >= from.segment) {
             let len = segment.readable_len();
             if len < SEGMENT_HEADER_LEN {
-                // `open` let this through only for the last segment: a crash during its creation.
-                self.fs.remove(&segment.path)?;
-                self.fs.sync_dir(&self.dir)?;
+                // `open` let this through only for the last segment: a crash during its creation,
+                // or, read-only, a writer creating it right now.
+                if !self.read_only {
+                    self.fs.remove(&segment.path)?;
+                    self.fs.sync_dir(&self.dir)?;
+                }
                 self.segments.write().remove(&segment.id);
                 continue;
             }
@@ -126,6 +132,10 @@ impl ValueLog {
             }
             // Readers are bounded by `len`; lower it before the file shrinks under a mapped reader.
             segment.len.store(batch_start, Ordering::Release);
+            if self.read_only {
+                // A writer may be appending that batch right now: only this view ends here.
+                return Ok(batch_start);
+            }
             self.fs.truncate(&segment.path, batch_start)?;
             // The next append opens a newer segment; if the cut were lost in a later crash,
             // the torn record would sit in a sealed segment and read as corruption.

@@ -24,7 +24,7 @@ pub mod slot;
 pub mod table;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -103,7 +103,18 @@ impl HashIndex {
     pub fn open(parts: IndexParts, capacity: u64) -> Result<HashIndex> {
         let fs = Arc::clone(&parts.options.fs);
         let path = hash_table_file(&parts.dir);
-        let table = if fs.exists(&path) {
+        let table = if parts.read_only {
+            // A private copy: this process must not write the file, and a mapping of it would
+            // show another process's stores as they happen.
+            if !fs.exists(&path) {
+                return Err(Error::InvalidArgument(format!(
+                    "{} holds no hash table ({} is missing)",
+                    parts.dir.display(),
+                    path.display()
+                )));
+            }
+            Table::open_copy(&path, &fs.read_all(&path)?)?
+        } else if fs.exists(&path) {
             Table::open(fs.as_ref(), &path)?
         } else if parts.catalog.log_head() == LogPosition::default() && parts.catalog.lock().live_files().is_empty() {
             let table = Table::create(fs.as_ref(), &path, capacity.max(MIN_BUCKETS))?;
@@ -522,4 +533,15 @@ impl Index for HashIndex {
     }
 
     fn shutdown(&self) {}
+
+    fn write_checkpoint_state(&self, fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+        let state = self.state.read();
+        // The mapping's current bytes: the state the recorded log head was written after (the
+        // caller holds the write path, so no index checkpoint is half done).
+        let bytes = state.table.bytes();
+        let mut file = fs.create(&hash_table_file(dir))?;
+        file.append(bytes)?;
+        file.sync()?;
+        Ok(bytes.len() as u64)
+    }
 }

@@ -30,7 +30,7 @@ use super::slot::{
     TableHeader, HEADER_LEN, KEY_FIELDS_OFFSET, META_OFFSET, NEXT_OFFSET, PAYLOAD_OFFSET, SLOT_LEN,
 };
 use crate::error::{Error, Result};
-use crate::fs::{FileSystem, MappedFile};
+use crate::fs::{FileSystem, MappedFile, MemFileSystem};
 use crate::types::SequenceNumber;
 
 /// One change of a batch: set a key's newest version, or remove the key.
@@ -160,6 +160,27 @@ impl Table {
         let mut table = Table::with_state(file, path, header.buckets);
         table.soft = table.scan()?;
         Ok(table)
+    }
+
+    /// Opens a private in-memory copy of a table file's `bytes`, named `path` in errors: reads
+    /// see exactly these bytes whatever happens to the file, and stores stay in memory. For
+    /// readers of a table that another process may be updating or replacing.
+    pub fn open_copy(path: &Path, bytes: &[u8]) -> Result<Table> {
+        let mem = MemFileSystem::new();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            mem.create_dir_all(parent)?;
+        }
+        let mut copy = mem.create(path)?;
+        copy.append(bytes)?;
+        copy.sync()?;
+        drop(copy);
+        Table::open(&mem, path)
+    }
+
+    /// The table's current bytes: every store so far, durable or not (a checkpoint copies them
+    /// while no write can change them).
+    pub fn bytes(&self) -> &[u8] {
+        self.file.bytes()
     }
 
     /// The soft state the chains imply (see [`walk`](Self::walk)).

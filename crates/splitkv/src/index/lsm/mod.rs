@@ -140,20 +140,23 @@ pub struct LsmIndex {
 
 impl LsmIndex {
     /// Starts the index over the recovered catalog, with an empty memtable starting at the
-    /// recorded log head, and spawns its background workers.
+    /// recorded log head, and spawns its background workers (none when read-only).
     pub fn open(parts: IndexParts) -> Result<LsmIndex> {
         let options = parts.options;
         let table_options = TableOptions::from(&options);
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
         let learning = Arc::new(IndexLearning::default());
-        let table_cache = Arc::new(TableCache::new(
-            Arc::clone(&options.fs),
-            parts.dir.clone(),
-            options.max_open_files,
-            Some(Arc::clone(&block_cache)),
-            Some(Arc::clone(&learning)),
-            table_options,
-        ));
+        let table_cache = Arc::new(
+            TableCache::new(
+                Arc::clone(&options.fs),
+                parts.dir.clone(),
+                options.max_open_files,
+                Some(Arc::clone(&block_cache)),
+                Some(Arc::clone(&learning)),
+                table_options,
+            )
+            .with_pinned(parts.pinned_tables),
+        );
         let mem = Arc::new(Memtable::new(parts.catalog.log_head()));
         let version = parts.catalog.lock().current();
         let super_version = Arc::new(SuperVersion::new(Arc::clone(&mem), None, version));
@@ -189,9 +192,13 @@ impl LsmIndex {
             started: Instant::now(),
             options,
         });
-        shared.delete_unlisted_files(true);
-        shared.record_static_partitions()?;
         let index = LsmIndex { shared, background: Mutex::new(Vec::new()) };
+        if parts.read_only {
+            // No deletions, no MANIFEST edit, no workers: another process may own the files.
+            return Ok(index);
+        }
+        index.shared.delete_unlisted_files(true);
+        index.shared.record_static_partitions()?;
         for n in 0..index.shared.options.max_background_compactions.max(1) {
             let worker = Arc::clone(&index.shared);
             let spawned =

@@ -1,0 +1,212 @@
+//! `Db::open_read_only` in one process: what it sees (the catalog and the log tail as of the
+//! open), that it writes nothing and refuses every write, that a writer holding the database
+//! goes on undisturbed, and what it reads once the writer has moved or freed its files. The
+//! same beside a writer in another process is `read_only_process.rs`.
+
+mod common;
+
+use std::path::Path;
+
+use common::{dump, key, small_options, value_for, HASH};
+use splitkv::fs::{FileSystem, MemFileSystem};
+use splitkv::{Db, Error, IndexKind, Options, ReadOptions, Result, WriteBatch, WriteOptions};
+
+fn dir() -> &'static Path {
+    Path::new("/db")
+}
+
+fn mem_options(mem: &MemFileSystem, kind: IndexKind) -> Options {
+    Options { fs: mem.shared(), background_gc: false, ..small_options(kind, 64) }
+}
+
+/// Every file of the directory with its bytes.
+fn files(mem: &MemFileSystem) -> Result<Vec<(String, Vec<u8>)>> {
+    mem.file_names(dir()).into_iter().map(|n| Ok((n.clone(), mem.read_all(&dir().join(&n))?))).collect()
+}
+
+/// Writes keys `0..n` (values `value_for(i + round, 200)`), enough to flush and compact, and
+/// makes them durable: a reader sees what reached the file system, not the writer's buffer.
+fn fill(db: &Db, n: u64, round: u64) -> Result<()> {
+    for i in 0..n {
+        db.put(key(i), value_for(i + round, 200))?;
+    }
+    db.write(&WriteOptions { sync: true }, WriteBatch::new())
+}
+
+/// Fails with the first entry that differs, without printing whole databases.
+fn assert_same(got: &[(Vec<u8>, Vec<u8>)], expected: &[(Vec<u8>, Vec<u8>)], what: &str) {
+    let first_difference = got.iter().zip(expected).position(|(g, e)| g != e);
+    if let Some(i) = first_difference {
+        panic!("{what}: entry {i} differs: key {:?}", String::from_utf8_lossy(&got[i].0));
+    }
+    assert_eq!(got.len(), expected.len(), "{what}: entry count");
+}
+
+#[test]
+fn a_closed_database_reads_whole_and_stays_byte_for_byte_unchanged() -> Result<()> {
+    for kind in [IndexKind::Lsm, HASH] {
+        let mem = MemFileSystem::new();
+        let options = mem_options(&mem, kind);
+        let db = Db::open(dir(), options.clone())?;
+        fill(&db, 600, 0)?;
+        db.flush()?;
+        // A tail past the last flush, which only the log holds.
+        fill(&db, 50, 1)?;
+        db.delete(key(7))?;
+        let expected = dump(&db);
+        let sequence = db.property("splitkv.last-sequence");
+        db.close()?;
+        let before = files(&mem)?;
+
+        let reader = Db::open_read_only(dir(), options.clone())?;
+        assert!(reader.is_read_only());
+        assert_same(&dump(&reader), &expected, &format!("{kind:?}"));
+        assert_eq!(reader.property("splitkv.last-sequence"), sequence, "{kind:?}");
+        assert!(reader.get(key(7))?.is_none());
+        assert_eq!(reader.multi_get(&ReadOptions::default(), &[key(3)])?[0].as_deref(), Some(&value_for(4, 200)[..]));
+        let mut batch = WriteBatch::new();
+        batch.put("k", "v");
+        let refused: Vec<(&str, Result<()>)> = vec![
+            ("put", reader.put("k", "v")),
+            ("delete", reader.delete(key(1))),
+            ("write", reader.write(&WriteOptions { sync: true }, batch)),
+            ("delete_range", reader.delete_range(key(0), key(9))),
+            ("flush", reader.flush()),
+            ("compact_range", reader.compact_range(None, None)),
+            ("run_gc", reader.run_gc().map(drop)),
+            ("gc_step", reader.gc_step().map(drop)),
+            ("checkpoint", reader.checkpoint("/copy").map(drop)),
+        ];
+        for (what, result) in refused {
+            assert!(matches!(result, Err(Error::ReadOnly)), "{kind:?} {what}: {result:?}");
+        }
+        assert!(!mem.exists(Path::new("/copy")));
+        reader.close()?;
+        assert_eq!(files(&mem)?, before, "{kind:?}: a read-only open changed the directory");
+        // The writer opens as if nothing happened.
+        assert_same(&dump(&Db::open(dir(), options)?), &expected, "the writer after the reader");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_path_without_a_database_is_an_error_and_stays_empty() -> Result<()> {
+    let mem = MemFileSystem::new();
+    let err = Db::open_read_only(dir(), mem_options(&mem, IndexKind::Lsm)).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    assert!(!mem.exists(dir()));
+    Ok(())
+}
+
+#[test]
+fn beside_a_live_writer_it_sees_the_state_at_its_open_and_the_writer_goes_on() -> Result<()> {
+    let mem = MemFileSystem::new();
+    let options = mem_options(&mem, IndexKind::Lsm);
+    let writer = Db::open(dir(), options.clone())?;
+    fill(&writer, 600, 0)?;
+    writer.flush()?;
+    fill(&writer, 40, 1)?;
+    let at_open = dump(&writer);
+
+    let reader = Db::open_read_only(dir(), options)?;
+    // The writer rewrites everything, compacts and collects the log: tables and segments the
+    // reader's view uses are deleted under it.
+    fill(&writer, 600, 2)?;
+    writer.compact_range(None, None)?;
+    let outcome = writer.run_gc()?;
+    assert!(!outcome.segments_released.is_empty(), "GC released no segment: {outcome:?}");
+    assert_same(&dump(&reader), &at_open, "the reader's view");
+    for i in [0, 17, 599] {
+        assert_eq!(reader.get(key(i))?.as_deref(), Some(&value_for(i + u64::from(i < 40), 200)[..]));
+    }
+    assert_eq!(writer.get(key(5))?.as_deref(), Some(&value_for(7, 200)[..]));
+    drop(reader);
+    writer.put("after", "reader")?;
+    Ok(())
+}
+
+#[test]
+fn a_batch_the_writer_is_still_appending_ends_the_view_and_is_not_cut() -> Result<()> {
+    let mem = MemFileSystem::new();
+    let options = mem_options(&mem, IndexKind::Lsm);
+    let writer = Db::open(dir(), options.clone())?;
+    fill(&writer, 30, 0)?;
+    let expected = dump(&writer);
+    let segment = mem.file_names(dir()).into_iter().filter(|n| n.ends_with(".vlog")).max().expect("a segment");
+    let path = dir().join(segment);
+    let before = mem.file_size(&path)?;
+    let mut batch = WriteBatch::new();
+    batch.put("half", value_for(1, 300));
+    batch.put("written", value_for(2, 300));
+    writer.write(&WriteOptions { sync: true }, batch)?;
+    drop(writer);
+    // Cut the last batch in the middle: what a reader meets while a writer appends it.
+    let record = {
+        let file = mem.open(&path)?;
+        let mut buf = vec![0u8; (mem.file_size(&path)? - before) as usize];
+        file.read_exact_at(before, &mut buf)?;
+        buf
+    };
+    mem.truncate(&path, before)?;
+    let mut append = mem.open_append(&path)?;
+    append.append(&record[..record.len() / 2])?;
+    append.sync()?;
+    drop(append);
+    let torn_len = mem.file_size(&path)?;
+
+    let reader = Db::open_read_only(dir(), options)?;
+    assert_same(&dump(&reader), &expected, "the view up to the torn batch");
+    assert!(reader.get("half")?.is_none());
+    assert_eq!(mem.file_size(&path)?, torn_len, "the reader cut the writer's tail");
+    Ok(())
+}
+
+#[test]
+fn a_hash_database_is_read_only_while_no_writer_holds_it() -> Result<()> {
+    let mem = MemFileSystem::new();
+    let options = mem_options(&mem, HASH);
+    let writer = Db::open(dir(), options.clone())?;
+    fill(&writer, 300, 0)?;
+    let err = Db::open_read_only(dir(), options.clone()).unwrap_err();
+    assert!(matches!(&err, Error::InvalidArgument(m) if m.contains("hash")), "{err:?}");
+    writer.put("still", "writable")?;
+    let expected = dump(&writer);
+    writer.close()?;
+
+    let reader = Db::open_read_only(dir(), options.clone())?;
+    // The lock was only held while opening.
+    let writer = Db::open(dir(), options)?;
+    writer.put("more", "writes")?;
+    assert_same(&dump(&reader), &expected, "the hash reader");
+    Ok(())
+}
+
+#[test]
+fn a_record_the_writer_punches_out_later_reads_as_an_error_never_as_other_data() -> Result<()> {
+    let mem = MemFileSystem::new();
+    let options = Options { gc_punch_holes: true, value_threshold: 0, ..mem_options(&mem, IndexKind::Lsm) };
+    let writer = Db::open(dir(), options.clone())?;
+    let big = |i: u64, round: u64| value_for(i * 7 + round, 3000);
+    for i in 0..200 {
+        writer.put(key(i), big(i, 0))?;
+    }
+    writer.flush()?;
+    let reader = Db::open_read_only(dir(), options)?;
+    for i in 0..200 {
+        writer.put(key(i), big(i, 1))?;
+    }
+    let outcome = writer.run_gc()?;
+    assert!(outcome.bytes_punched > 0, "nothing punched: {outcome:?}");
+    let mut errors = 0;
+    for i in 0..200 {
+        match reader.get(key(i)) {
+            Ok(value) => assert_eq!(value.as_deref(), Some(&big(i, 0)[..]), "key {i}: another value"),
+            Err(e) => {
+                assert!(e.is_corruption(), "key {i}: {e}");
+                errors += 1;
+            }
+        }
+    }
+    assert!(errors > 0, "no read met a punched record: the test no longer covers it");
+    Ok(())
+}
