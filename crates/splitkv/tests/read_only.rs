@@ -210,3 +210,93 @@ fn a_record_the_writer_punches_out_later_reads_as_an_error_never_as_other_data()
     assert!(errors > 0, "no read met a punched record: the test no longer covers it");
     Ok(())
 }
+
+/// A file system that runs `hook` once, the first time the database directory is listed: the
+/// moment between a reader's MANIFEST read and its opening of the segments.
+struct ListHookFs {
+    inner: MemFileSystem,
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl FileSystem for ListHookFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn splitkv::fs::WritableFile>> {
+        self.inner.create(path)
+    }
+    fn open_append(&self, path: &Path) -> Result<Box<dyn splitkv::fs::WritableFile>> {
+        self.inner.open_append(path)
+    }
+    fn open(&self, path: &Path) -> Result<std::sync::Arc<dyn splitkv::fs::RandomAccessFile>> {
+        self.inner.open(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let hook = self.hook.lock().expect("hook").take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.inner.remove(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        self.inner.remove_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        self.inner.truncate(path, len)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn splitkv::fs::FileLock>> {
+        self.inner.lock(path)
+    }
+    fn map(&self, path: &Path, len: u64) -> Result<Box<dyn splitkv::fs::MappedFile>> {
+        self.inner.map(path, len)
+    }
+}
+
+#[test]
+fn files_the_writer_deletes_while_the_reader_opens_make_it_read_a_newer_view_not_a_broken_one() -> Result<()> {
+    let mem = MemFileSystem::new();
+    // No compaction: the tables of the reader's first MANIFEST read stay, so only the check of
+    // the MANIFEST before and after can tell that the view is stale.
+    let options = Options {
+        level0_file_num_compaction_trigger: 1000,
+        level0_slowdown_writes_trigger: 1000,
+        level0_stop_writes_trigger: 1000,
+        ..mem_options(&mem, IndexKind::Lsm)
+    };
+    let writer = std::sync::Arc::new(Db::open(dir(), options.clone())?);
+    fill(&writer, 600, 0)?;
+    writer.flush()?;
+    // Between the reader's MANIFEST read and its segment listing, the writer deletes every key,
+    // flushes the deletes into a table and collects their log records, which are garbage once
+    // flushed. A reader that replayed what is left of the log over the tables it read first
+    // would bring every key back.
+    let busy = std::sync::Arc::clone(&writer);
+    let hook = move || {
+        for i in 0..600 {
+            busy.delete(key(i)).expect("delete");
+        }
+        busy.flush().expect("flush");
+        let outcome = busy.run_gc().expect("gc");
+        assert!(!outcome.segments_released.is_empty(), "GC released nothing: {outcome:?}");
+    };
+    let fs = ListHookFs { inner: mem.clone(), hook: std::sync::Mutex::new(Some(Box::new(hook))) };
+    let reader = Db::open_read_only(dir(), Options { fs: std::sync::Arc::new(fs), ..options })?;
+    assert_same(&dump(&reader), &dump(&writer), "the reader's view after the writer's changes");
+    assert!(dump(&reader).is_empty());
+    Ok(())
+}
