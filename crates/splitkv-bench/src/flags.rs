@@ -58,7 +58,8 @@ pub struct Flags {
     pub batch_size: usize,
     /// Database directory.
     pub db: PathBuf,
-    /// Keep the existing database: fill benchmarks are skipped, nothing is destroyed.
+    /// Keep the existing database: fill benchmarks are skipped, nothing is destroyed, and
+    /// splitkv opens it with the options it stores (`OPTIONS`), over which given flags apply.
     pub use_existing_db: bool,
     /// Before each benchmark that does not start a fresh database, close the database, evict
     /// its files from the OS page cache and reopen it, so its reads come from the device.
@@ -91,8 +92,9 @@ pub struct Flags {
     pub value_threshold: Option<usize>,
     /// splitkv: value-log segment size.
     pub segment_size: Option<u64>,
-    /// splitkv: the index kind (`--index=lsm|hash`).
-    pub hash_index: bool,
+    /// splitkv: the index kind (`--index=lsm|hash`: `Some(true)` for hash; `None` when not given,
+    /// so that `--use_existing_db` keeps the stored one).
+    pub hash_index: Option<bool>,
     /// splitkv: buckets of a new hash table (default: `--num`).
     pub hash_capacity: Option<u64>,
     /// splitkv: request shards of the hash mode (1: group commit, the default; N >= 2: the
@@ -202,7 +204,7 @@ impl Default for Flags {
             compression_type: None,
             value_threshold: None,
             segment_size: None,
-            hash_index: false,
+            hash_index: None,
             hash_capacity: None,
             index_block_kind: None,
             hash_shards: None,
@@ -412,11 +414,11 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         }
         "segment_size" => flags.segment_size = Some(number("a size")?),
         "index" => {
-            flags.hash_index = match text()? {
+            flags.hash_index = Some(match text()? {
                 "lsm" => false,
                 "hash" => true,
                 _ => return Err(bad("lsm or hash")),
-            }
+            })
         }
         "hash_capacity" => flags.hash_capacity = Some(number("a bucket count")?),
         "index_kind" => {

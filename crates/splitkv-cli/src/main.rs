@@ -1,10 +1,14 @@
 //! `splitkv`: the admin tool for splitkv databases.
 //!
 //! Parses the command line ([`Cli`]) and hands each subcommand to its module under `commands`.
-//! Commands that change nothing on disk (`info`, `verify` of files, `dump`) read files directly
-//! instead of opening the database, so they neither replay the value log nor start background
-//! work. Exit codes: 0 success; 1 key not found (`get`) or problems found (`verify`); 2 usage
-//! error or a path without a database; 3 any other error (locked database, I/O,
+//! Every command opens the database with the options stored in it (`OPTIONS`). Commands that
+//! change nothing on disk (`get`, `scan`, `info`, `stats`, `verify`, `dump`) open it read-only or
+//! read its files directly: they take no lock, write nothing and start no background work, so
+//! they work on a database that another process has open (except a hash-index one, whose table
+//! that process changes in place).
+//!
+//! Exit codes: 0 success; 1 key not found (`get`) or problems found (`verify`); 2 usage error or
+//! a path without a database; 3 any other error (a write command on a locked database, I/O,
 //! corruption met while serving the command).
 
 /// `println!` that ends the process quietly when stdout is closed early (`splitkv dump ... |
@@ -99,7 +103,10 @@ enum Command {
     Compact { db: PathBuf },
     /// Value-log garbage collection: flush, compact, clean every segment holding garbage.
     Gc { db: PathBuf },
-    /// Engine statistics of the database as opened by this tool.
+    /// Write an openable copy of DB into DIR (which must not exist, on the same file system):
+    /// SSTables and sealed segments hard-linked, the rest copied. Restore by opening DIR.
+    Checkpoint { db: PathBuf, dir: PathBuf },
+    /// Engine statistics of the database as opened (read-only) by this tool.
     Stats { db: PathBuf },
 }
 
@@ -138,6 +145,7 @@ fn main() -> ExitCode {
         }
         Command::Compact { db } => commands::admin::compact(&db, out),
         Command::Gc { db } => commands::admin::gc(&db, out),
+        Command::Checkpoint { db, dir } => commands::admin::checkpoint(&db, &dir, out),
         Command::Stats { db } => commands::admin::stats(&db, out),
     };
     match result {

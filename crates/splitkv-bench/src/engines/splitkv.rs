@@ -1,7 +1,8 @@
 //! [`SplitkvEngine`]: the benchmark's [`Engine`] over splitkv's public API.
 //!
-//! Options start from `splitkv::Options::default()` and only flags the user gave override them,
-//! so a run without tuning flags measures the engine as shipped. `Db` is shared by reference
+//! Options start from `splitkv::Options::default()` (with `--use_existing_db`, from the options the
+//! database stores in its `OPTIONS` file) and only flags the user gave override them, so a run
+//! without tuning flags measures the engine as shipped, or as the database was made. `Db` is shared by reference
 //! across benchmark threads; it does its own synchronisation.
 
 use std::sync::Arc;
@@ -51,9 +52,11 @@ impl SplitkvEngine {
     }
 }
 
-/// splitkv's defaults with the given flags applied.
+/// splitkv's defaults (with `--use_existing_db`, the database's stored options) with the given
+/// flags applied.
 pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
-    let mut options = Options::default();
+    let stored = if flags.use_existing_db { Options::load(&flags.db)? } else { None };
+    let mut options = stored.unwrap_or_default();
     if let Some(n) = flags.write_buffer_size {
         options.write_buffer_size = n;
     }
@@ -87,11 +90,18 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(n) = flags.value_threshold {
         options.value_threshold = n;
     }
-    if flags.hash_index {
-        options.index = IndexKind::Hash {
-            capacity: flags.hash_capacity.unwrap_or(u64::from(flags.num)),
-            shards: flags.hash_shards.unwrap_or(1),
-        };
+    let (stored_capacity, stored_shards) = match options.index {
+        IndexKind::Hash { capacity, shards } => (Some(capacity), Some(shards)),
+        IndexKind::Lsm => (None, None),
+    };
+    match flags.hash_index.unwrap_or(stored_capacity.is_some()) {
+        true => {
+            options.index = IndexKind::Hash {
+                capacity: flags.hash_capacity.or(stored_capacity).unwrap_or(u64::from(flags.num)),
+                shards: flags.hash_shards.or(stored_shards).unwrap_or(1),
+            }
+        }
+        false => options.index = IndexKind::Lsm,
     }
     if let Some(kind) = flags.index_block_kind.as_deref().and_then(splitkv::IndexBlockKind::parse) {
         options.index_block_kind = kind;
@@ -286,5 +296,33 @@ mod tests {
         assert_eq!(options.target_file_size, 2 << 20);
         assert_eq!(options.block_size, defaults.block_size);
         assert!(options_from_flags(&crate::flags::parse(["--compression_type=snappy"]).unwrap()).is_err());
+    }
+
+    #[test]
+    fn an_existing_database_opens_with_its_stored_options_under_the_given_flags() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("db");
+        let made = Options {
+            value_threshold: 100,
+            block_size: 8192,
+            index: IndexKind::Hash { capacity: 64, shards: 2 },
+            ..Options::default()
+        };
+        Db::open(&db, made).unwrap().close().unwrap();
+        let path = format!("--db={}", db.display());
+
+        let options = options_from_flags(&crate::flags::parse([path.as_str(), "--use_existing_db"]).unwrap()).unwrap();
+        assert_eq!((options.value_threshold, options.block_size), (100, 8192));
+        assert_eq!(options.index, IndexKind::Hash { capacity: 64, shards: 2 });
+
+        let flags = crate::flags::parse([path.as_str(), "--use_existing_db", "--value_threshold=300", "--hash_shards=1"]);
+        let options = options_from_flags(&flags.unwrap()).unwrap();
+        assert_eq!((options.value_threshold, options.block_size), (300, 8192));
+        assert_eq!(options.index, IndexKind::Hash { capacity: 64, shards: 1 });
+
+        // Without --use_existing_db the stored options play no part.
+        let options = options_from_flags(&crate::flags::parse([path.as_str()]).unwrap()).unwrap();
+        assert_eq!(options.value_threshold, Options::default().value_threshold);
+        assert_eq!(options.index, IndexKind::Lsm);
     }
 }

@@ -1,15 +1,19 @@
-//! Maintenance: `compact`, `gc` and `stats`.
+//! Maintenance: `compact`, `gc`, `checkpoint` and `stats`.
 //!
 //! `stats` reports the engine's own [`splitkv::stats::Stats`] for the database as this process
-//! opened it: the shape (levels, segments, log head) is the database's, while the counters
-//! (bytes written, reads, stalls) cover only this process's short life and are mostly zero.
+//! opened it (read-only, so also while another process has it open): the shape (levels,
+//! segments, log head) is the database's, while the counters (bytes written, reads, stalls)
+//! cover only this process's short life and are mostly zero.
+//!
+//! `checkpoint` opens the database read-write (a checkpoint must hold off the writer, so a
+//! database another process has open is checkpointed from that process, with `Db::checkpoint`).
 
 use std::path::Path;
 
 use serde_json::json;
 use splitkv::stats::Stats;
 
-use super::{open_db, print_json, CliError, Exit, Output};
+use super::{open_db, open_read_only, print_json, CliError, Exit, Output};
 use crate::format;
 
 /// Compacts the whole key range through every level, then prints the resulting shape.
@@ -73,9 +77,38 @@ pub fn gc(dir: &Path, out: Output) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
+/// Writes an openable copy of the database into `target` (which must not exist): SSTables and
+/// sealed value-log segments hard-linked, the rest copied. Restore by opening the copy.
+pub fn checkpoint(dir: &Path, target: &Path, out: Output) -> Result<Exit, CliError> {
+    let db = open_db(dir, None)?;
+    let info = db.checkpoint(target)?;
+    db.close()?;
+    if out.json {
+        print_json(&json!({
+            "path": dir.display().to_string(),
+            "checkpoint": target.display().to_string(),
+            "sequence": info.sequence,
+            "files_linked": info.files_linked,
+            "files_copied": info.files_copied,
+            "bytes_copied": info.bytes_copied,
+        }));
+    } else {
+        outln!(
+            "checkpoint of {} at sequence {} in {}: {} files linked, {} files copied ({})",
+            dir.display(),
+            info.sequence,
+            target.display(),
+            info.files_linked,
+            info.files_copied,
+            format::size(info.bytes_copied)
+        );
+    }
+    Ok(Exit::Success)
+}
+
 /// Prints the engine statistics.
 pub fn stats(dir: &Path, out: Output) -> Result<Exit, CliError> {
-    let db = open_db(dir, None)?;
+    let db = open_read_only(dir)?;
     let stats = db.stats();
     db.close()?;
     if out.json {

@@ -215,21 +215,31 @@ fn recorded_skips(path: &Path) -> Vec<(u64, u64)> {
     else {
         return Vec::new();
     };
-    VersionSet::recover(os_fs(), dir, Options::default().num_levels)
+    let num_levels = super::stored_options(dir).map_or(Options::default().num_levels, |o| o.num_levels);
+    VersionSet::recover(os_fs(), dir, num_levels)
         .ok()
         .and_then(|versions| versions.segments().get(&id).map(|meta| meta.skipped.clone()))
         .unwrap_or_default()
 }
 
 /// The MANIFEST to dump: the file itself, or the one `CURRENT` names when given a directory.
+/// A writer that has the database open may switch to a new MANIFEST and delete the old one
+/// between the two reads; `CURRENT` is then read again. Nothing is locked or written.
 fn manifest_path(path: &Path) -> Result<PathBuf, CliError> {
     let fs = os_fs();
-    if path.is_dir() {
-        super::require_db(path)?;
-        Ok(manifest_file(path, read_current(fs.as_ref(), path)?))
-    } else {
-        Ok(path.to_path_buf())
+    if !path.is_dir() {
+        return Ok(path.to_path_buf());
     }
+    super::require_db(path)?;
+    let mut file = manifest_file(path, read_current(fs.as_ref(), path)?);
+    for _ in 0..10 {
+        if fs.exists(&file) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        file = manifest_file(path, read_current(fs.as_ref(), path)?);
+    }
+    Ok(file)
 }
 
 /// Dumps every version edit of a MANIFEST.

@@ -1,11 +1,12 @@
 //! The hash index's table file (`HASHINDEX`) as `info`, `verify` and `dump` read it: opening it,
 //! and how its slots, keys and figures are shown.
 //!
-//! The engine maps the table file read-write. `info` and `verify` do the same under the
-//! directory lock ([`open_locked`]), where the engine's rule that nobody truncates a mapped file
-//! holds. `dump` takes no lock and must also work on a copy or a read-only file, so it opens an
-//! in-memory copy ([`open_copy`]): a file that another process replaces or shrinks meanwhile
-//! cannot fault a mapping, and nothing on disk is opened for writing.
+//! The engine maps the table file read-write. `verify` does the same under the directory lock
+//! ([`open_locked`]), where the engine's rule that nobody truncates a mapped file holds. `dump`
+//! takes no lock and must also work on a copy or a read-only file, so it opens an in-memory copy
+//! ([`open_copy`]): a file that another process replaces or shrinks meanwhile cannot fault a
+//! mapping, and nothing on disk is opened for writing. `info` reads the table's figures from a
+//! read-only open of the database, which makes such a copy too.
 
 use std::path::Path;
 

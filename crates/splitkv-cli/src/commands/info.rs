@@ -1,12 +1,14 @@
-//! `info`: the shape of a database, read from its files without opening it.
+//! `info`: the shape of a database, as a read-only open of it sees it.
 //!
-//! The MANIFEST gives the levels, the live segments with their known garbage, the log head and
-//! the sequence number as of the last flush; the value log past the head is scanned (read-only)
-//! for the writes not yet flushed, which raise the sequence number. Nothing is replayed, written
-//! or truncated, and the directory lock is held throughout so the files cannot change under us.
+//! The database is opened read-only with its stored options: no lock is taken and nothing is
+//! written, so this works while another process has the database open (except a hash-index one,
+//! which the engine reads only while no writer changes its table). The read-only open gives a
+//! consistent view: the MANIFEST's levels, live segments with their known garbage, the log head
+//! and the sequence number as of the last flush, plus the log past the head, replayed into
+//! memory, which raises the sequence number.
 //!
-//! A hash-index database has no SSTable levels; its table file (`HASHINDEX`) is opened instead
-//! (which walks every chain) for its geometry and counts.
+//! A hash-index database has no SSTable levels; its table's geometry and counts are reported
+//! instead.
 //!
 //! Space amplification is bytes on disk (SSTables + segments + MANIFEST + hash table) over the
 //! estimated live bytes (the same minus the known value-log garbage). Garbage becomes known only
@@ -19,11 +21,10 @@ use serde_json::{json, Value};
 use splitkv::filenames::{hash_table_file, manifest_file, segment_file};
 use splitkv::index::hash::table::TableStats;
 use splitkv::types::{compare_internal_keys, InternalKey, SegmentId};
-use splitkv::version::VersionSet;
-use splitkv::vlog::{scan_segment, SEGMENT_HEADER_LEN};
+use splitkv::vlog::SEGMENT_HEADER_LEN;
 use splitkv::Options;
 
-use super::{db_options, hash, lock_db_dir, os_fs, print_json, CliError, Exit, IndexChoice, Output};
+use super::{hash, open_read_only, os_fs, print_json, CliError, Exit, Output};
 use crate::format;
 
 /// One value-log segment as `info` reports it.
@@ -36,68 +37,49 @@ struct SegmentReport {
     in_manifest: bool,
 }
 
-/// Records in the value log past the head: written but not yet in any SSTable.
-#[derive(Default)]
-struct Tail {
-    records: u64,
-    bytes: u64,
-    max_sequence: u64,
-    error: Option<String>,
-}
-
 /// The hash table of a hash-index database as `info` reports it.
 struct HashReport {
     file: std::path::PathBuf,
-    /// Bytes of the file, known even when it does not open.
-    file_bytes: u64,
-    /// Its figures, or why the table could not be opened.
-    stats: Result<TableStats, String>,
+    stats: TableStats,
 }
 
 impl HashReport {
-    fn read(dir: &Path) -> Result<Option<HashReport>, CliError> {
-        let file = hash_table_file(dir);
-        let fs = os_fs();
-        if !fs.exists(&file) {
-            return Ok(None);
-        }
-        let file_bytes = fs.file_size(&file)?;
-        let stats = hash::open_locked(&file).map(|t| t.stats()).map_err(|e| e.to_string());
-        Ok(Some(HashReport { file, file_bytes, stats }))
-    }
-
     fn json(&self) -> Value {
-        let mut fields = match &self.stats {
-            Ok(stats) => hash::stats_json(stats),
-            Err(e) => json!({ "file_bytes": self.file_bytes, "error": e }),
-        };
+        let mut fields = hash::stats_json(&self.stats);
         fields["file"] = json!(self.file.display().to_string());
         fields
     }
 
     fn print(&self) {
-        outln!("hash table {} ({})", self.file.display(), format::size(self.file_bytes));
-        match &self.stats {
-            Ok(s) => {
-                outln!("  buckets          {}", s.buckets);
-                outln!("  entries          {} ({} tombstones)", s.entries, s.tombstones);
-                outln!("  collision slots  {} used of {}", s.collision_used, s.buckets);
-                outln!("  file bytes       {}", s.file_bytes);
-                outln!("  load factor      {:.3} (entries per bucket)", hash::load_factor(s));
-            }
-            Err(e) => outln!("  cannot be read: {e}"),
-        }
+        let s = &self.stats;
+        outln!("hash table {} ({})", self.file.display(), format::size(s.file_bytes));
+        outln!("  buckets          {}", s.buckets);
+        outln!("  entries          {} ({} tombstones)", s.entries, s.tombstones);
+        outln!("  collision slots  {} used of {}", s.collision_used, s.buckets);
+        outln!("  file bytes       {}", s.file_bytes);
+        outln!("  load factor      {:.3} (entries per bucket)", hash::load_factor(s));
     }
 }
 
 /// Prints the report.
 pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
-    let _lock = lock_db_dir(dir)?;
+    let db = open_read_only(dir)?;
     let fs = os_fs();
-    let options = db_options(dir, IndexChoice::Lsm);
-    let hash_table = HashReport::read(dir)?;
-    let versions = VersionSet::recover(fs.clone(), dir, options.num_levels)?;
-    let version = versions.current();
+    let options = db.options().clone();
+    let stored = Options::load(dir)?.is_some();
+    let stats = db.stats();
+    let hash_table = stats.hash_table.map(|h| HashReport {
+        file: hash_table_file(dir),
+        stats: TableStats {
+            buckets: h.buckets,
+            entries: h.entries,
+            tombstones: h.tombstones,
+            collision_used: h.collision_used,
+            file_bytes: h.file_bytes,
+        },
+    });
+    let catalog = db.catalog().lock();
+    let version = catalog.current();
 
     let mut levels = Vec::new();
     for level in 0..version.num_levels() {
@@ -108,52 +90,42 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
         levels.push((level, files.len(), version.level_bytes(level), smallest.cloned(), largest.cloned()));
     }
 
-    let segment_ids = splitkv::filenames::list_segments(fs.as_ref(), dir)?;
+    // The segments of the view, with their lengths as of the open (the last one up to the end of
+    // its last complete batch).
     let mut segments = Vec::new();
-    for &id in &segment_ids {
-        let path = segment_file(dir, id);
-        let bytes = fs.file_size(&path)?;
-        let garbage_bytes = versions.segments().get(&id).map_or(0, |m| m.garbage_bytes);
+    for seg in &stats.segments {
+        let id = SegmentId(seg.id);
+        let garbage_bytes = catalog.segments().get(&id).map_or(0, |m| m.garbage_bytes);
+        // A segment the writer deleted since the open has no holes left to count.
+        let allocated = fs.allocated_size(&segment_file(dir, id)).unwrap_or(seg.bytes);
         segments.push(SegmentReport {
             id,
-            bytes,
+            bytes: seg.bytes,
             garbage_bytes,
-            live_bytes: bytes.saturating_sub(SEGMENT_HEADER_LEN).saturating_sub(garbage_bytes),
-            hole_bytes: bytes.saturating_sub(fs.allocated_size(&path)?),
-            in_manifest: versions.segments().contains_key(&id),
+            live_bytes: seg.bytes.saturating_sub(SEGMENT_HEADER_LEN).saturating_sub(garbage_bytes),
+            hole_bytes: seg.bytes.saturating_sub(allocated),
+            in_manifest: catalog.segments().contains_key(&id),
         });
     }
 
-    let head = versions.log_head();
-    let mut tail = Tail::default();
-    for &id in segment_ids.iter().filter(|&&id| id >= head.segment) {
-        let path = segment_file(dir, id);
-        let scanned = scan_segment(fs.as_ref(), &path, &[]).and_then(|scan| {
-            for item in scan {
-                let (offset, rec) = item?;
-                if id == head.segment && offset < head.offset {
-                    continue;
-                }
-                tail.records += 1;
-                tail.bytes += u64::from(rec.pointer.len);
-                tail.max_sequence = tail.max_sequence.max(rec.seq.0);
-            }
-            Ok(())
-        });
-        if let Err(e) = scanned {
-            tail.error = Some(e.to_string());
-            break;
-        }
-    }
-    let last_sequence = versions.last_sequence().0.max(tail.max_sequence);
+    let head = catalog.log_head();
+    let flushed_sequence = catalog.last_sequence().0;
+    // Every record past the head has its own sequence number, above the flushed one.
+    let tail_records = stats.last_sequence.saturating_sub(flushed_sequence);
+    let tail_bytes: u64 = segments
+        .iter()
+        .filter(|s| s.id >= head.segment)
+        .map(|s| s.bytes.saturating_sub(if s.id == head.segment { head.offset } else { SEGMENT_HEADER_LEN }))
+        .sum();
 
-    let manifest_path = manifest_file(dir, versions.manifest_number());
-    let manifest_bytes = fs.file_size(&manifest_path)?;
+    let manifest_path = manifest_file(dir, catalog.manifest_number());
+    // A writer may have moved on to a newer MANIFEST since the open.
+    let manifest_bytes = fs.file_size(&manifest_path).unwrap_or(0);
     let sst_bytes: u64 = levels.iter().map(|l| l.2).sum();
     let vlog_bytes: u64 = segments.iter().map(|s| s.bytes).sum();
     let garbage: u64 = segments.iter().map(|s| s.garbage_bytes).sum();
     let holes: u64 = segments.iter().map(|s| s.hole_bytes).sum();
-    let hash_bytes = hash_table.as_ref().map_or(0, |h| h.file_bytes);
+    let hash_bytes = hash_table.as_ref().map_or(0, |h| h.stats.file_bytes);
     let on_disk = (sst_bytes + vlog_bytes + manifest_bytes + hash_bytes).saturating_sub(holes);
     let live = on_disk.saturating_sub(garbage);
     let space_amplification = if live == 0 { 1.0 } else { on_disk as f64 / live as f64 };
@@ -169,20 +141,21 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
         .iter()
         .map(|t| json!({ "start": out.style.show(&t.start), "end": out.style.show(&t.end), "sequence": t.seq.0 }))
         .collect();
+    let next_file_number = catalog.next_file_number();
+    drop(catalog);
+    let options_source = if stored { "stored in the database's OPTIONS file" } else { "defaults: no OPTIONS file" };
 
     if out.json {
         print_json(&json!({
             "path": dir.display().to_string(),
             "manifest": { "file": manifest_path.display().to_string(), "bytes": manifest_bytes },
-            "next_file_number": versions.next_file_number(),
-            "last_sequence": last_sequence,
-            "flushed_sequence": versions.last_sequence().0,
+            "next_file_number": next_file_number,
+            "last_sequence": stats.last_sequence,
+            "flushed_sequence": flushed_sequence,
             "log_head": { "segment": head.segment.0, "offset": head.offset },
             "index": if hash_table.is_some() { "hash" } else { "lsm" },
             "hash_table": hash_table.as_ref().map(HashReport::json),
-            "unflushed_log": {
-                "records": tail.records, "bytes": tail.bytes, "error": tail.error,
-            },
+            "unflushed_log": { "records": tail_records, "bytes": tail_bytes },
             "levels": levels.iter().map(|(level, files, bytes, smallest, largest)| json!({
                 "level": level, "files": files, "bytes": bytes,
                 "smallest_key": show_key(smallest), "largest_key": show_key(largest),
@@ -202,19 +175,17 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
                 "estimated_live_bytes": live, "space_amplification": space_amplification,
             },
             "options": options_json(&options),
+            "options_stored": stored,
         }));
         return Ok(Exit::Success);
     }
 
     outln!("database  {}", dir.display());
     outln!("manifest  {} ({})", manifest_path.display(), format::size(manifest_bytes));
-    outln!("sequence  {last_sequence} (flushed through {})", versions.last_sequence());
+    outln!("sequence  {} (flushed through {flushed_sequence})", stats.last_sequence);
     outln!("log head  segment {} offset {}", head.segment, head.offset);
-    match &tail.error {
-        None => outln!("unflushed {} records, {} past the head", tail.records, format::size(tail.bytes)),
-        Some(e) => outln!("unflushed {} records before an unreadable record: {e}", tail.records),
-    }
-    outln!("next file {}", versions.next_file_number());
+    outln!("unflushed {tail_records} records, {} past the head", format::size(tail_bytes));
+    outln!("next file {next_file_number}");
     outln!();
     if let Some(hash_table) = &hash_table {
         outln!("index     hash table (no SSTable levels)");
@@ -273,7 +244,7 @@ pub fn run(dir: &Path, out: Output) -> Result<Exit, CliError> {
          compactions and checkpoints)"
     );
     outln!();
-    outln!("options this tool opens the database with (splitkv does not store options in the database):");
+    outln!("options ({options_source}):");
     if let Value::Object(fields) = options_json(&options) {
         for (name, value) in fields {
             outln!("  {name} = {value}");

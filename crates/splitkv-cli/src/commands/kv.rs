@@ -1,7 +1,8 @@
 //! Point reads and writes and range scans: `get`, `put`, `delete`, `scan`.
 //!
-//! Writes are synced before the command returns: a one-shot process has no later moment to make
-//! them durable. `get` prints the value's raw bytes (so `splitkv get DB k > file` round-trips)
+//! Reads open the database read-only, so they work while another process has it open; writes
+//! open it read-write and are synced before the command returns: a one-shot process has no later
+//! moment to make them durable. `get` prints the value's raw bytes (so `splitkv get DB k > file` round-trips)
 //! unless `--hex` or `--json` asks otherwise; `scan` prints escaped text, one `key<TAB>value`
 //! line per entry.
 
@@ -12,13 +13,13 @@ use std::path::Path;
 use serde_json::json;
 use splitkv::WriteOptions;
 
-use super::{existing_index, open_db, print_json, CliError, Exit, IndexChoice, Output};
+use super::{existing_index, open_db, open_read_only, print_json, CliError, Exit, IndexChoice, Output};
 use crate::format::ByteStyle;
 
 /// Prints the value of `key`; [`Exit::NotFound`] if there is none.
 pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
     let key = out.parse_bytes(key)?;
-    let db = open_db(dir, None)?;
+    let db = open_read_only(dir)?;
     let Some(value) = db.get(&key)? else {
         if out.json {
             print_json(&json!({ "key": out.style.show(&key), "found": false }));
@@ -110,7 +111,7 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
         })
     };
     let range = (bound(&args.from, Bound::Included)?, bound(&args.to, Bound::Excluded)?);
-    let db = open_db(dir, None)?;
+    let db = open_read_only(dir)?;
     let entries = db.range(range)?.take(args.limit.unwrap_or(usize::MAX));
     let mut stdout = std::io::stdout().lock();
     let mut rows = Vec::new();

@@ -1,14 +1,14 @@
 //! The subcommands, one module per family, and what they share: output settings, exit codes,
-//! the tool's error type and the two ways of getting at a database.
+//! the tool's error type and the ways of getting at a database.
 //!
-//! A command either opens the database ([`open_db`], which takes the directory lock, replays the
-//! value log and may start background compaction) or, when it only reads files, holds the
-//! directory lock itself ([`lock_db_dir`]) so that another process cannot change the files under
-//! it. Both fail with a clear message when another process has the database open.
-//!
-//! splitkv does not record in the database which index it was created with, and the engine
-//! refuses to open one with the other kind; the tool tells them apart by the hash index's table
-//! file (`HASHINDEX`), which only hash-index databases have ([`existing_index`]).
+//! Every command uses the options the database stores in its `OPTIONS` file ([`stored_options`];
+//! defaults, with the index its files show, for a database made before splitkv stored options).
+//! Commands that only read ([`open_read_only`]: `get`, `scan`, `info`, `stats`, the pointer pass
+//! of `verify`) open the database read-only, which takes no lock and writes nothing, so they work
+//! on a database that another process has open. Commands that write ([`open_db`]: `put`,
+//! `delete`, `compact`, `gc`, `checkpoint`) open it read-write and fail with a clear message when
+//! another process has it open. `verify` of a closed database holds the directory lock itself
+//! while it reads the files.
 
 pub mod admin;
 pub mod dump;
@@ -22,8 +22,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use splitkv::filenames::{current_file, hash_table_file, lock_file};
-use splitkv::fs::{FileLock, FileSystem, OsFileSystem};
+use splitkv::filenames::{current_file, hash_table_file};
+use splitkv::fs::{FileSystem, OsFileSystem};
 use splitkv::{Db, Error, IndexKind, Options};
 
 use crate::format::ByteStyle;
@@ -158,45 +158,54 @@ impl IndexChoice {
     }
 }
 
-/// The index of the database at `dir`, `None` if there is no database: hash when its table
-/// file exists, else LSM when the directory holds a database at all.
+/// The index of the database at `dir`, `None` if there is no database: the one its stored
+/// options name, else (a database from before stored options) hash when its table file exists
+/// and LSM otherwise.
 pub fn existing_index(dir: &Path) -> Option<IndexChoice> {
     let fs = os_fs();
-    if fs.exists(&hash_table_file(dir)) {
-        Some(IndexChoice::Hash)
-    } else if fs.exists(&current_file(dir)) {
-        Some(IndexChoice::Lsm)
-    } else {
-        None
+    if !fs.exists(&current_file(dir)) {
+        return None;
+    }
+    match Options::load(dir) {
+        Ok(Some(options)) => Some(match options.index {
+            IndexKind::Lsm => IndexChoice::Lsm,
+            IndexKind::Hash { .. } => IndexChoice::Hash,
+        }),
+        _ if fs.exists(&hash_table_file(dir)) => Some(IndexChoice::Hash),
+        _ => Some(IndexChoice::Lsm),
     }
 }
 
-/// The options the tool opens the database at `dir` with: defaults, with the index the
-/// directory holds, or `new_index` for a database yet to be created.
-pub fn db_options(dir: &Path, new_index: IndexChoice) -> Options {
-    let index = existing_index(dir).unwrap_or(new_index);
-    Options { index: index.kind(), ..Options::default() }
+/// The options the database at `dir` stores (see [`Options::load`]); for a database without an
+/// `OPTIONS` file, the defaults with the index its files show. A directory without a database
+/// is a usage error; a damaged `OPTIONS` file is an error that says so.
+pub fn stored_options(dir: &Path) -> Result<Options, CliError> {
+    require_db(dir)?;
+    if let Some(options) = Options::load(dir)? {
+        return Ok(options);
+    }
+    let index = existing_index(dir).unwrap_or(IndexChoice::Lsm);
+    Ok(Options { index: index.kind(), create_if_missing: false, ..Options::default() })
 }
 
-/// Opens the database at `dir` with the index it holds. With `create`, makes a new one with
-/// that index if there is none; without, a directory without a database is a usage error.
+/// Opens the database at `dir` read-write with its stored options. With `create`, makes a new
+/// one with that index (and default options) if there is none; without, a directory without a
+/// database is a usage error.
 pub fn open_db(dir: &Path, create: Option<IndexChoice>) -> Result<Db, CliError> {
-    let new_index = match create {
-        Some(index) => index,
-        None => {
-            require_db(dir)?;
-            IndexChoice::Lsm
+    let options = match create {
+        Some(index) if existing_index(dir).is_none() => {
+            Options { index: index.kind(), create_if_missing: true, ..Options::default() }
         }
+        _ => stored_options(dir)?,
     };
-    let options = Options { create_if_missing: create.is_some(), ..db_options(dir, new_index) };
     Ok(Db::open(dir, options)?)
 }
 
-/// Takes the lock of the database at `dir` without opening it; the files stay unchanged while
-/// the returned guard lives.
-pub fn lock_db_dir(dir: &Path) -> Result<Box<dyn FileLock>, CliError> {
-    require_db(dir)?;
-    Ok(os_fs().lock(&lock_file(dir))?)
+/// Opens the database at `dir` read-only with its stored options: no lock, no writes, so it
+/// works beside a writer in another process (a hash-index database excepted, which the engine
+/// refuses to read while a writer changes its table).
+pub fn open_read_only(dir: &Path) -> Result<Db, CliError> {
+    Ok(Db::open_read_only(dir, stored_options(dir)?)?)
 }
 
 /// Prints `value` as pretty JSON on stdout.

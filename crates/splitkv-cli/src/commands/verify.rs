@@ -18,29 +18,36 @@
 //!    replaces the slot, so after a crash it may be torn or point at a record GC has since
 //!    moved. A tombstone's delete record is garbage to GC, so a tombstone whose record GC has
 //!    released is expected.
-//! 4. Pointers: the database is opened and iterated, which resolves every live value pointer with
-//!    a validated read (record checksum, length and key). Opening replays the value log past the
-//!    head into memory and may start background compaction, so this pass is skipped with
-//!    `--files-only`, and also when pass 2 found a torn tail past the log head (opening would
-//!    truncate it; such a tail is a note, while a cut before the head is a problem).
+//! 4. Pointers: the database is opened read-only (which replays the value log past the head into
+//!    memory and writes nothing) and iterated, which resolves every live value pointer with a
+//!    validated read (record checksum, length and key). Skipped with `--files-only`.
 //!
 //! Tables and segments that the MANIFEST does not list are still checked; they are noted, not
-//! counted as problems (a crash can leave such files behind and the engine ignores them).
+//! counted as problems (a crash can leave such files behind and the engine ignores them). A torn
+//! tail of the newest segment past the log head is a note too: recovery drops it.
+//!
+//! A database another process has open cannot be locked; then the passes check a read-only view
+//! of it instead (`verify_live`): the tables and segments of that view (files the writer deleted
+//! since are noted, not problems), against the newest MANIFEST's dead ranges (GC may punch them
+//! meanwhile), and the view's pointers (a read that fails in a range the writer has released
+//! since is a note). Pass 3 needs the table at rest: a hash-index database is not verified while
+//! another process has it open.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use splitkv::filenames::{hash_table_file, parse_file_name, segment_file, table_file, FileKind};
+use splitkv::filenames::{hash_table_file, lock_file, parse_file_name, segment_file, table_file, FileKind};
+use splitkv::fs::FileLock;
 use splitkv::index::hash::slot::{key_hash, Slot, SlotKey, SlotState};
 use splitkv::iter::InternalIterator;
 use splitkv::types::{parse_internal_key, FileNumber, SegmentId, ValueKind, ValuePointer};
 use splitkv::version::VersionSet;
 use splitkv::vlog::{scan_segment, zeros_between, RecordKind, ReplayedRecord, ValueLog, VlogOptions};
-use splitkv::{Error, Options, ReadOptions};
+use splitkv::{Db, Error, Options, ReadOptions};
 
 use super::dump::open_table;
-use super::{hash, lock_db_dir, open_db, os_fs, print_json, CliError, Exit, Output};
+use super::{hash, os_fs, print_json, stored_options, CliError, Exit, Output};
 
 /// Most problems the pointer pass reports before giving up on a database that is badly damaged.
 const MAX_POINTER_PROBLEMS: usize = 100;
@@ -84,8 +91,25 @@ struct Report {
 
 /// Runs all passes and prints the report; [`Exit::ProblemsFound`] if anything is wrong.
 pub fn run(dir: &Path, files_only: bool, out: Output) -> Result<Exit, CliError> {
+    let options = stored_options(dir)?;
     let mut report = Report::default();
-    let lock = lock_db_dir(dir)?;
+    match os_fs().lock(&lock_file(dir)) {
+        Ok(lock) => verify_at_rest(dir, files_only, &options, lock, &mut report)?,
+        Err(Error::Locked(_)) => verify_live(dir, files_only, &options, &mut report)?,
+        Err(e) => return Err(e.into()),
+    }
+    print_report(dir, &report, out);
+    Ok(if report.problems.is_empty() { Exit::Success } else { Exit::ProblemsFound })
+}
+
+/// The passes over a database nobody has open, holding its lock for the file passes.
+fn verify_at_rest(
+    dir: &Path,
+    files_only: bool,
+    options: &Options,
+    lock: Box<dyn FileLock>,
+    report: &mut Report,
+) -> Result<(), CliError> {
     let fs = os_fs();
     let (mut tables, mut segments) = (Vec::new(), Vec::new());
     for name in fs.list(dir)? {
@@ -98,7 +122,7 @@ pub fn run(dir: &Path, files_only: bool, out: Output) -> Result<Exit, CliError> 
     tables.sort_unstable();
     segments.sort_unstable();
 
-    let versions = match VersionSet::recover(fs.clone(), dir, Options::default().num_levels) {
+    let versions = match VersionSet::recover(fs.clone(), dir, options.num_levels) {
         Ok(v) => Some(v),
         Err(e) => {
             report.problems.push(Problem::from_error(e, &dir.join("CURRENT")));
@@ -106,17 +130,16 @@ pub fn run(dir: &Path, files_only: bool, out: Output) -> Result<Exit, CliError> 
         }
     };
     if let Some(versions) = &versions {
-        check_manifest_lists(dir, versions, &tables, &segments, &mut report);
+        check_manifest_lists(dir, versions, &tables, &segments, report);
     }
     for &number in &tables {
-        check_table(&table_file(dir, number), &mut report);
+        check_table(&table_file(dir, number), false, report);
     }
     let log_head = versions.as_ref().map(VersionSet::log_head);
     let hash_table = hash_table_file(dir);
     let is_hash = fs.exists(&hash_table);
     // Hashes of the keys written past the log head, which opening replays (hash databases only).
     let mut tail_keys = HashSet::new();
-    let mut torn_tail = false;
     for (i, &id) in segments.iter().enumerate() {
         // Only the newest segment may end in a torn record, and only past the log head: records
         // before the head are referenced by SSTables, so losing one is damage.
@@ -137,24 +160,96 @@ pub fn run(dir: &Path, files_only: bool, out: Output) -> Result<Exit, CliError> 
                 tail_keys.insert(key_hash(&record.key));
             }
         };
-        torn_tail |= check_segment(&segment_file(dir, id), &skipped, may_be_torn_from, &mut on_record, &mut report);
+        check_segment(&segment_file(dir, id), &skipped, may_be_torn_from, false, &mut on_record, report);
     }
     if is_hash {
-        check_hash_table(dir, &hash_table, versions.as_ref(), &tail_keys, &mut report);
+        check_hash_table(dir, &hash_table, versions.as_ref(), &tail_keys, report);
     }
+    // A read-only open of a hash database takes the lock itself.
     drop(lock);
 
     if files_only {
         report.notes.push("value pointers not resolved (--files-only)".into());
-    } else if torn_tail {
-        report.notes.push("value pointers not resolved: opening the database would truncate the torn tail".into());
     } else if versions.is_none() {
         report.notes.push("value pointers not resolved: the MANIFEST cannot be read".into());
     } else {
-        check_pointers(dir, &mut report)?;
+        match Db::open_read_only(dir, options.clone()) {
+            Ok(db) => check_pointers(&db, dir, report)?,
+            Err(e) => report.problems.push(Problem::from_error(e, dir)),
+        }
     }
-    print_report(dir, &report, out);
-    Ok(if report.problems.is_empty() { Exit::Success } else { Exit::ProblemsFound })
+    Ok(())
+}
+
+/// The passes over a read-only view of a database another process has open (see the module
+/// header).
+fn verify_live(dir: &Path, files_only: bool, options: &Options, report: &mut Report) -> Result<(), CliError> {
+    let db = Db::open_read_only(dir, options.clone())?;
+    report.notes.push(
+        "another process has the database open: checked the files of a read-only view as of the start \
+         (newer files are not checked)"
+            .into(),
+    );
+    let (version, recorded, head) = {
+        let set = db.catalog().lock();
+        (set.current(), set.segments().clone(), set.log_head())
+    };
+    for (_, meta) in version.all_files() {
+        check_table(&table_file(dir, meta.number), true, report);
+    }
+    // GC may have punched ranges since the view was taken; it records them first, so the newest
+    // MANIFEST names every range punched by now (ranges are only ever added to).
+    let newest = VersionSet::recover(os_fs(), dir, options.num_levels).ok();
+    let ids: Vec<SegmentId> = db.stats().segments.iter().map(|s| SegmentId(s.id)).collect();
+    for (i, &id) in ids.iter().enumerate() {
+        let skipped = newest
+            .as_ref()
+            .and_then(|v| v.segments().get(&id))
+            .or_else(|| recorded.get(&id))
+            .map(|m| m.skipped.clone())
+            .unwrap_or_default();
+        // The newest segment of the view may be the one the writer is appending to.
+        let may_be_torn_from =
+            (i + 1 == ids.len() && id >= head.segment).then_some(if id == head.segment { head.offset } else { 0 });
+        check_segment(&segment_file(dir, id), &skipped, may_be_torn_from, true, &mut |_, _| {}, report);
+    }
+    if files_only {
+        report.notes.push("value pointers not resolved (--files-only)".into());
+        return Ok(());
+    }
+    let before = report.problems.len();
+    check_pointers(&db, dir, report)?;
+    let newest = VersionSet::recover(os_fs(), dir, options.num_levels).ok();
+    let mut released = 0;
+    report.problems = std::mem::take(&mut report.problems)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, p)| {
+            let gone = *i >= before && released_since(newest.as_ref(), p);
+            released += usize::from(gone);
+            !gone
+        })
+        .map(|(_, p)| p)
+        .collect();
+    if released > 0 {
+        report.notes.push(format!(
+            "{released} values could not be read because the writer's GC released their records after the view \
+             was taken"
+        ));
+    }
+    Ok(())
+}
+
+/// True if `problem` is a value read in a segment that the newest MANIFEST no longer lists, or
+/// in a range it records as dead: the writer released it after the read-only view was taken.
+fn released_since(newest: Option<&VersionSet>, problem: &Problem) -> bool {
+    let (Some(newest), Some(offset)) = (newest, problem.offset) else { return false };
+    let name = problem.file.file_name().and_then(|n| n.to_str());
+    let Some(FileKind::Segment(id)) = name.and_then(parse_file_name) else { return false };
+    match newest.segments().get(&id) {
+        None => true,
+        Some(meta) => meta.skipped.iter().any(|&(start, end)| start <= offset && offset < end),
+    }
 }
 
 /// Every table and segment the MANIFEST lists must exist (tables with their recorded size).
@@ -192,13 +287,18 @@ fn check_manifest_lists(
     }
 }
 
-/// Verifies one table and walks all its entries, checking that pointers decode.
-fn check_table(path: &Path, report: &mut Report) {
-    report.tables += 1;
+/// Verifies one table and walks all its entries, checking that pointers decode. With `live`,
+/// a table that is gone was deleted by the writer (a note).
+fn check_table(path: &Path, live: bool, report: &mut Report) {
     let table = match open_table(path) {
         Ok(t) => t,
-        Err(e) => return report.problems.push(Problem::from_error(e, path)),
+        Err(e) if live && is_not_found(&e) => return report.notes.push(deleted_by_writer(path)),
+        Err(e) => {
+            report.tables += 1;
+            return report.problems.push(Problem::from_error(e, path));
+        }
     };
+    report.tables += 1;
     if let Err(e) = table.verify() {
         return report.problems.push(Problem::from_error(e, path));
     }
@@ -240,17 +340,23 @@ fn check_segment(
     path: &Path,
     skipped: &[(u64, u64)],
     may_be_torn_from: Option<u64>,
+    live: bool,
     on_record: &mut dyn FnMut(u64, &ReplayedRecord),
     report: &mut Report,
 ) -> bool {
-    report.segments += 1;
     let scan = match scan_segment(os_fs().as_ref(), path, skipped) {
         Ok(scan) => scan,
+        Err(e) if live && is_not_found(&e) => {
+            report.notes.push(deleted_by_writer(path));
+            return false;
+        }
         Err(e) => {
+            report.segments += 1;
             report.problems.push(Problem::from_error(e, path));
             return false;
         }
     };
+    report.segments += 1;
     for item in scan {
         match item {
             Ok((offset, record)) => {
@@ -439,18 +545,8 @@ impl SlotChecker<'_> {
     }
 }
 
-/// Opens the database and reads every live key and value; each value pointer is resolved with a
-/// validated read.
-fn check_pointers(dir: &Path, report: &mut Report) -> Result<(), CliError> {
-    let db = match open_db(dir, None) {
-        Ok(db) => db,
-        Err(CliError::Db(e @ Error::Locked(_))) => return Err(CliError::Db(e)),
-        Err(CliError::Db(e)) => {
-            report.problems.push(Problem::from_error(e, dir));
-            return Ok(());
-        }
-        Err(other) => return Err(other),
-    };
+/// Reads every live key and value of `db`; each value pointer is resolved with a validated read.
+fn check_pointers(db: &Db, dir: &Path, report: &mut Report) -> Result<(), CliError> {
     let opts = ReadOptions { fill_cache: false, verify_checksums: true, ..ReadOptions::default() };
     let mut it = db.iter(opts)?;
     let mut keys = 0u64;
@@ -474,10 +570,16 @@ fn check_pointers(dir: &Path, report: &mut Report) -> Result<(), CliError> {
         }
         step = it.next();
     }
-    drop(it);
-    db.close()?;
     report.keys = Some(keys);
     Ok(())
+}
+
+fn is_not_found(e: &Error) -> bool {
+    matches!(e, Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
+}
+
+fn deleted_by_writer(path: &Path) -> String {
+    format!("{} was deleted by the writer after the view was taken (not checked)", path.display())
 }
 
 fn print_report(dir: &Path, report: &Report, out: Output) {

@@ -102,6 +102,13 @@ impl Db {
     pub fn is_read_only(&self) -> bool {
         self.inner.read_only
     }
+
+    /// The catalog this handle reads (the MANIFEST's state: levels, segments and their garbage,
+    /// the log head), for tools such as `splitkv info` and `verify`; not a stable interface.
+    #[doc(hidden)]
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
 }
 
 /// Takes the lock of a hash-index database for a read-only open, or says why it cannot.
