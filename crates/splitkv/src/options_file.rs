@@ -347,8 +347,7 @@ fn encode(options: &Options) -> Result<Vec<u8>> {
     if let Some((name, value)) = stored.unrepresentable() {
         return Err(Error::InvalidArgument(format!("option {name} must be a finite number, not {value}")));
     }
-    let file =
-        OptionsFile { format_version: OPTIONS_FORMAT_VERSION, written_by: writer_name(), options: stored };
+    let file = OptionsFile { format_version: OPTIONS_FORMAT_VERSION, written_by: writer_name(), options: stored };
     let mut text = serde_json::to_vec_pretty(&file)
         .map_err(|e| Error::InvalidArgument(format!("options cannot be written as JSON: {e}")))?;
     text.push(b'\n');
@@ -388,8 +387,7 @@ fn writer_name() -> String {
 
 /// The byte offset of a 1-based line and column (as `serde_json` reports them) in `text`.
 fn byte_offset(text: &[u8], line: usize, column: usize) -> u64 {
-    let line_start: usize =
-        text.split(|&b| b == b'\n').take(line.saturating_sub(1)).map(|l| l.len() + 1).sum();
+    let line_start: usize = text.split(|&b| b == b'\n').take(line.saturating_sub(1)).map(|l| l.len() + 1).sum();
     (line_start + column.saturating_sub(1)).min(text.len()) as u64
 }
 
@@ -419,11 +417,7 @@ pub(crate) fn check_shape(dir: &Path, given: &Options) -> Result<()> {
         ))
     };
     if index_kind_name(stored.index) != index_kind_name(given.index) {
-        return Err(mismatch(
-            "index",
-            index_kind_name(stored.index).into(),
-            index_kind_name(given.index).into(),
-        ));
+        return Err(mismatch("index", index_kind_name(stored.index).into(), index_kind_name(given.index).into()));
     }
     if stored.num_levels != given.num_levels {
         return Err(mismatch("num_levels", stored.num_levels.to_string(), given.num_levels.to_string()));

@@ -47,7 +47,7 @@ const STALL: Duration = Duration::from_secs(120);
 fn batch_ops(n: u64) -> (Vec<u8>, Vec<u8>, Option<Vec<u8>>) {
     let put = key((n * 13) % KEYS);
     let value = value(n, &put);
-    let delete = (n % 5 == 0).then(|| key((n * 7 + 1) % KEYS));
+    let delete = n.is_multiple_of(5).then(|| key((n * 7 + 1) % KEYS));
     (put, value, delete)
 }
 
@@ -145,7 +145,7 @@ fn run_writer(kind: IndexKind, dir: &Path) -> splitkv::Result<()> {
         if writeln!(stdout, "ACK {n}").and_then(|()| stdout.flush()).is_err() {
             break;
         }
-        if n % 40 == 0 {
+        if n.is_multiple_of(40) {
             // Tables and segments are deleted under any reader that is open now.
             db.run_gc()?;
         }

@@ -315,7 +315,8 @@ mod tests {
         assert_eq!((options.value_threshold, options.block_size), (100, 8192));
         assert_eq!(options.index, IndexKind::Hash { capacity: 64, shards: 2 });
 
-        let flags = crate::flags::parse([path.as_str(), "--use_existing_db", "--value_threshold=300", "--hash_shards=1"]);
+        let flags =
+            crate::flags::parse([path.as_str(), "--use_existing_db", "--value_threshold=300", "--hash_shards=1"]);
         let options = options_from_flags(&flags.unwrap()).unwrap();
         assert_eq!((options.value_threshold, options.block_size), (300, 8192));
         assert_eq!(options.index, IndexKind::Hash { capacity: 64, shards: 1 });

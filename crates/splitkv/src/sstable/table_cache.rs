@@ -63,15 +63,7 @@ impl TableCache {
         learning: Option<Arc<IndexLearning>>,
         opts: TableOptions,
     ) -> Self {
-        TableCache {
-            fs,
-            dir,
-            block_cache,
-            learning,
-            opts,
-            tables: Cache::new(capacity.max(1)),
-            pinned: HashMap::new(),
-        }
+        TableCache { fs, dir, block_cache, learning, opts, tables: Cache::new(capacity.max(1)), pinned: HashMap::new() }
     }
 
     /// Serves the tables in `files` from these already open handles rather than by path: they
