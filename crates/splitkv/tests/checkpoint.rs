@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use common::{dump, index_kinds, key, small_options, value_for, HASH};
+use common::{assert_same, dump, index_kinds, key, small_options, value_for, HASH};
 use splitkv::fs::{FaultKind, FileSystem, MemFileSystem};
 use splitkv::{Db, Error, IndexKind, Options, Result, WriteBatch, WriteOptions};
 
@@ -24,15 +24,6 @@ fn copy() -> &'static Path {
 
 fn mem_options(mem: &MemFileSystem, kind: IndexKind) -> Options {
     Options { fs: mem.shared(), background_gc: false, ..small_options(kind, 64) }
-}
-
-/// Fails with the first entry that differs, without printing whole databases.
-fn assert_same(got: &[(Vec<u8>, Vec<u8>)], expected: &[(Vec<u8>, Vec<u8>)], what: &str) {
-    let first_difference = got.iter().zip(expected).position(|(g, e)| g != e);
-    if let Some(i) = first_difference {
-        panic!("{what}: entry {i} differs: key {:?}", String::from_utf8_lossy(&got[i].0));
-    }
-    assert_eq!(got.len(), expected.len(), "{what}: entry count");
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{small_options, HASH};
+use common::{file_contents, small_options, HASH};
 use splitkv::fs::{FaultKind, FileSystem, MemFileSystem};
 use splitkv::options::GcPolicyKind;
 use splitkv::{CompressionType, Db, Error, IndexKind, Options, Result};
@@ -17,11 +17,6 @@ fn dir() -> &'static Path {
 
 fn mem_options(mem: &MemFileSystem, kind: IndexKind) -> Options {
     Options { fs: mem.shared(), ..small_options(kind, 1024) }
-}
-
-/// Every file of the directory with its bytes.
-fn files(mem: &MemFileSystem) -> Result<Vec<(String, Vec<u8>)>> {
-    mem.file_names(dir()).into_iter().map(|n| Ok((n.clone(), mem.read_all(&dir().join(&n))?))).collect()
 }
 
 #[test]
@@ -67,7 +62,7 @@ fn each_shape_option_that_differs_is_refused_by_name_and_nothing_changes() -> Re
         let db = Db::open(dir(), base.clone())?;
         db.put("k", "v")?;
         db.close()?;
-        let before = files(&mem)?;
+        let before = file_contents(&mem, dir())?;
         let other_kind = match kind {
             IndexKind::Lsm => IndexKind::Hash { capacity: 64, shards: 1 },
             IndexKind::Hash { .. } => IndexKind::Lsm,
@@ -95,7 +90,7 @@ fn each_shape_option_that_differs_is_refused_by_name_and_nothing_changes() -> Re
                     }
                     other => panic!("{kind:?}/{name} (read-only {read_only}): expected a mismatch, got {other:?}"),
                 }
-                assert_eq!(files(&mem)?, before, "{kind:?}/{name}: a refused open changed files");
+                assert_eq!(file_contents(&mem, dir())?, before, "{kind:?}/{name}: a refused open changed files");
             }
         }
         // A hash table's capacity and shards only size a new table and start threads.

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{dump, key, small_options, value_for, HASH};
+use common::{assert_same, dump, file_contents, key, small_options, value_for, HASH};
 use splitkv::fs::{FileSystem, MemFileSystem};
 use splitkv::{Db, Error, IndexKind, Options, ReadOptions, Result, WriteBatch, WriteOptions};
 
@@ -19,11 +19,6 @@ fn mem_options(mem: &MemFileSystem, kind: IndexKind) -> Options {
     Options { fs: mem.shared(), background_gc: false, ..small_options(kind, 64) }
 }
 
-/// Every file of the directory with its bytes.
-fn files(mem: &MemFileSystem) -> Result<Vec<(String, Vec<u8>)>> {
-    mem.file_names(dir()).into_iter().map(|n| Ok((n.clone(), mem.read_all(&dir().join(&n))?))).collect()
-}
-
 /// Writes keys `0..n` (values `value_for(i + round, 200)`), enough to flush and compact, and
 /// makes them durable: a reader sees what reached the file system, not the writer's buffer.
 fn fill(db: &Db, n: u64, round: u64) -> Result<()> {
@@ -31,15 +26,6 @@ fn fill(db: &Db, n: u64, round: u64) -> Result<()> {
         db.put(key(i), value_for(i + round, 200))?;
     }
     db.write(&WriteOptions { sync: true }, WriteBatch::new())
-}
-
-/// Fails with the first entry that differs, without printing whole databases.
-fn assert_same(got: &[(Vec<u8>, Vec<u8>)], expected: &[(Vec<u8>, Vec<u8>)], what: &str) {
-    let first_difference = got.iter().zip(expected).position(|(g, e)| g != e);
-    if let Some(i) = first_difference {
-        panic!("{what}: entry {i} differs: key {:?}", String::from_utf8_lossy(&got[i].0));
-    }
-    assert_eq!(got.len(), expected.len(), "{what}: entry count");
 }
 
 #[test]
@@ -56,7 +42,7 @@ fn a_closed_database_reads_whole_and_stays_byte_for_byte_unchanged() -> Result<(
         let expected = dump(&db);
         let sequence = db.property("splitkv.last-sequence");
         db.close()?;
-        let before = files(&mem)?;
+        let before = file_contents(&mem, dir())?;
 
         let reader = Db::open_read_only(dir(), options.clone())?;
         assert!(reader.is_read_only());
@@ -82,7 +68,7 @@ fn a_closed_database_reads_whole_and_stays_byte_for_byte_unchanged() -> Result<(
         }
         assert!(!mem.exists(Path::new("/copy")));
         reader.close()?;
-        assert_eq!(files(&mem)?, before, "{kind:?}: a read-only open changed the directory");
+        assert_eq!(file_contents(&mem, dir())?, before, "{kind:?}: a read-only open changed the directory");
         // The writer opens as if nothing happened.
         assert_same(&dump(&Db::open(dir(), options)?), &expected, "the writer after the reader");
     }

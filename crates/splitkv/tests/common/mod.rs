@@ -4,9 +4,10 @@
 #![allow(dead_code)]
 
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
-use splitkv::fs::{Fault, FaultInjectingFileSystem, FaultKind, MemFileSystem};
+use splitkv::fs::{Fault, FaultInjectingFileSystem, FaultKind, FileSystem, MemFileSystem};
 use splitkv::{Db, IndexBlockKind, IndexKind, Options};
 
 /// Index kinds every scenario runs against: the LSM-tree, and the persistent hash index with a
@@ -149,4 +150,19 @@ pub fn dump(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
         .expect("range")
         .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("range item"))
         .collect()
+}
+
+/// Fails with the first entry that differs, without printing whole databases.
+pub fn assert_same(got: &[(Vec<u8>, Vec<u8>)], expected: &[(Vec<u8>, Vec<u8>)], what: &str) {
+    let first_difference = got.iter().zip(expected).position(|(g, e)| g != e);
+    if let Some(i) = first_difference {
+        panic!("{what}: entry {i} differs: key {:?}", String::from_utf8_lossy(&got[i].0));
+    }
+    assert_eq!(got.len(), expected.len(), "{what}: entry count");
+}
+
+/// Every file directly in `dir` of `mem`, with its bytes: compare before and after to show an
+/// operation changed nothing.
+pub fn file_contents(mem: &MemFileSystem, dir: &Path) -> splitkv::Result<Vec<(String, Vec<u8>)>> {
+    mem.file_names(dir).into_iter().map(|n| Ok((n.clone(), mem.read_all(&dir.join(&n))?))).collect()
 }
