@@ -204,22 +204,14 @@ struct ListHookFs {
     hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
+/// Methods that pass straight through to `self.inner`.
+macro_rules! forward {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+        $(fn $name(&self, $($arg: $ty),*) -> $ret { self.inner.$name($($arg),*) })*
+    };
+}
+
 impl FileSystem for ListHookFs {
-    fn create(&self, path: &Path) -> Result<Box<dyn splitkv::fs::WritableFile>> {
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> Result<Box<dyn splitkv::fs::WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open(&self, path: &Path) -> Result<std::sync::Arc<dyn splitkv::fs::RandomAccessFile>> {
-        self.inner.open(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         let hook = self.hook.lock().expect("hook").take();
         if let Some(hook) = hook {
@@ -227,29 +219,20 @@ impl FileSystem for ListHookFs {
         }
         self.inner.list(dir)
     }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn remove_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.remove_dir(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
-        self.inner.truncate(path, len)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn splitkv::fs::FileLock>> {
-        self.inner.lock(path)
-    }
-    fn map(&self, path: &Path, len: u64) -> Result<Box<dyn splitkv::fs::MappedFile>> {
-        self.inner.map(path, len)
+    forward! {
+        create(path: &Path) -> Result<Box<dyn splitkv::fs::WritableFile>>;
+        open_append(path: &Path) -> Result<Box<dyn splitkv::fs::WritableFile>>;
+        open(path: &Path) -> Result<std::sync::Arc<dyn splitkv::fs::RandomAccessFile>>;
+        exists(path: &Path) -> bool;
+        file_size(path: &Path) -> Result<u64>;
+        create_dir_all(dir: &Path) -> Result<()>;
+        remove(path: &Path) -> Result<()>;
+        remove_dir(dir: &Path) -> Result<()>;
+        rename(from: &Path, to: &Path) -> Result<()>;
+        truncate(path: &Path, len: u64) -> Result<()>;
+        sync_dir(dir: &Path) -> Result<()>;
+        lock(path: &Path) -> Result<Box<dyn splitkv::fs::FileLock>>;
+        map(path: &Path, len: u64) -> Result<Box<dyn splitkv::fs::MappedFile>>;
     }
 }
 

@@ -54,14 +54,16 @@ pub struct CheckpointInfo {
     /// Files written (the active segment, copies where linking was not possible, the hash
     /// table, MANIFEST, OPTIONS and CURRENT).
     pub files_copied: usize,
-    /// Bytes written to copied files.
+    /// Bytes of data copied or written: the active segment's prefix, files that could not be
+    /// linked, the hash table and the MANIFEST (`OPTIONS` and `CURRENT` are a few hundred bytes
+    /// more).
     pub bytes_copied: u64,
 }
 
 impl Db {
     /// Writes an openable copy of the database, as of one sequence number, into `dir`, which
-    /// must not exist yet (its parent must) and must be on the same file system for the
-    /// immutable files to be hard-linked rather than copied. Open the copy like any database to
+    /// must not exist yet (missing parents are created) and must be on the same file system for
+    /// the immutable files to be hard-linked rather than copied. Open the copy like any database to
     /// restore it; module `db::checkpoint` and `docs/design.md` describe what it shares with
     /// this database and why that is safe. A failure removes what it wrote. A read-only
     /// handle cannot checkpoint ([`Error::ReadOnly`]).
