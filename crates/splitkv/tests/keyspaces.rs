@@ -88,6 +88,9 @@ fn keyspaces_are_isolated() -> Result<()> {
         a.delete(key(150))?;
         assert_eq!(a.get(key(150))?, None, "{case}");
         assert_eq!(db.keyspace_names(), vec!["a".to_string(), "b".to_string()], "{case}");
+        assert_eq!(db.property("splitkv.keyspaces").as_deref(), Some("a\nb"), "{case}");
+        assert!(db.existing_keyspace("c").is_none(), "{case}: looking does not create");
+        assert_eq!(db.existing_keyspace("b").map(|k| k.name().to_string()).as_deref(), Some("b"), "{case}");
     }
     Ok(())
 }

@@ -240,6 +240,12 @@ impl Db {
         Ok(Keyspace { db: self, entry })
     }
 
+    /// The keyspace called `name` if there is one (no write; for readers that must not create).
+    pub fn existing_keyspace(&self, name: &str) -> Option<Keyspace<'_>> {
+        let entry = self.keyspaces.registry.lock().by_name.get(name).cloned()?;
+        Some(Keyspace { db: self, entry })
+    }
+
     /// The names of the live keyspaces, in order.
     pub fn keyspace_names(&self) -> Vec<String> {
         self.keyspaces.names()

@@ -429,13 +429,14 @@ impl Db {
 
     /// A named property: `splitkv.stats`, `splitkv.num-files-at-level<N>`, `splitkv.sstables`,
     /// `splitkv.total-sst-bytes`, `splitkv.memtable-bytes`, `splitkv.last-sequence`,
-    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`.
+    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`, `splitkv.keyspaces` (one name a line).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "splitkv.stats" => Some(self.stats().to_string()),
             "splitkv.last-sequence" => Some(self.inner.last_sequence.load(Ordering::Acquire).to_string()),
             "splitkv.vlog-bytes" => Some(self.stats().vlog_bytes().to_string()),
             "splitkv.write-amplification" => Some(format!("{:.3}", self.stats().write_amplification())),
+            "splitkv.keyspaces" => Some(self.keyspace_names().join("\n")),
             _ => self.inner.index.property(name),
         }
     }
