@@ -198,12 +198,13 @@ impl Harness {
         }
     }
 
-    /// Drops a keyspace: to the model, a batch deleting every key it holds.
+    /// Drops a keyspace: to the model, a synced batch deleting every key it holds.
     fn drop_keyspace(&mut self) {
         let name = KEYSPACES[self.rng.gen_range(0..KEYSPACES.len())];
         self.db().drop_keyspace(name).unwrap_or_else(|e| panic!("{}: drop_keyspace: {e}", self.ctx()));
         let changes = keyspace_entries(&self.model, name).into_iter().map(|(k, _)| (k, None)).collect();
-        self.written(changes, false);
+        // A drop is durable when it returns.
+        self.written(changes, true);
         for (_, _, dropped) in &mut self.snapshots {
             dropped.push(name.to_string());
         }

@@ -213,8 +213,8 @@ impl Keyspaces {
 }
 
 impl Db {
-    /// The keyspace called `name`, created (durably once the log is synced, like any write) if
-    /// there is none. Names are non-empty UTF-8 of at most 256 bytes.
+    /// The keyspace called `name`, created if there is none (durably before this returns).
+    /// Names are non-empty UTF-8 of at most 256 bytes.
     pub fn keyspace(&self, name: &str) -> Result<Keyspace<'_>> {
         if name.is_empty() || name.len() > MAX_NAME_BYTES {
             return Err(Error::InvalidArgument(format!(
@@ -231,7 +231,7 @@ impl Db {
         let mut batch = WriteBatch::new();
         batch.push(BatchOp::Put { key: catalog_key(NAME_KIND, name), value: encode_id(id) });
         batch.push(BatchOp::Put { key: catalog_key(COUNTER_KIND, ""), value: encode_id(next) });
-        self.write(&WriteOptions::default(), batch)?;
+        self.write(&WriteOptions { sync: true }, batch)?;
         let entry = Arc::new(KeyspaceEntry { id, name: name.to_owned(), dropped: RwLock::new(false) });
         registry.by_name.insert(name.to_owned(), Arc::clone(&entry));
         registry.next_id = next;
@@ -251,7 +251,8 @@ impl Db {
         self.keyspaces.names()
     }
 
-    /// Drops the keyspace called `name` and everything in it, as one atomic write: a catalog
+    /// Drops the keyspace called `name` and everything in it, as one atomic write, durable
+    /// before this returns (as a keyspace's creation is): a catalog
     /// delete and one range delete over the keyspace's prefix, whatever its size. Its tables are
     /// then dropped whole once no older snapshot remains, and its values become garbage for GC.
     /// Its handles return `InvalidArgument` from then on (even with a snapshot from before), and
@@ -264,7 +265,7 @@ impl Db {
         let mut batch = WriteBatch::new();
         batch.push(BatchOp::Delete { key: catalog_key(NAME_KIND, name) });
         batch.push(BatchOp::DeleteRange { start: prefix(entry.id), end: prefix(entry.id + 1) });
-        self.write(&WriteOptions::default(), batch)?;
+        self.write(&WriteOptions { sync: true }, batch)?;
         *dropped = true;
         registry.by_name.remove(name);
         drop(dropped);
