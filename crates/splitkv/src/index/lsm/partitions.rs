@@ -34,9 +34,7 @@ impl Shared {
     /// it holds, in one edit (none if nothing changes). Removing a split merges two partitions;
     /// no table straddles a split that remains, so nothing needs rewriting.
     pub(super) fn update_partition_splits(&self, add: &[Vec<u8>], remove: &[Vec<u8>]) -> Result<()> {
-        let mut changed = false;
-        self.catalog.record_with(|set| {
-            let current = set.current();
+        self.record_and_install(|current| {
             let splits = current.partition_splits();
             let mut added: Vec<Vec<u8>> =
                 add.iter().filter(|key| !key.is_empty() && splits.binary_search(key).is_err()).cloned().collect();
@@ -46,11 +44,16 @@ impl Shared {
                 remove.iter().filter(|key| splits.binary_search(key).is_ok() && !add.contains(key)).cloned().collect();
             removed.sort();
             removed.dedup();
-            let edit = VersionEdit {
-                partition_splits_added: added,
-                partition_splits_removed: removed,
-                ..VersionEdit::default()
-            };
+            VersionEdit { partition_splits_added: added, partition_splits_removed: removed, ..VersionEdit::default() }
+        })
+    }
+
+    /// Records the edit `build` makes of the current version (nothing if it is empty) and
+    /// hands the new version to readers.
+    fn record_and_install(&self, build: impl FnOnce(&Arc<Version>) -> VersionEdit) -> Result<()> {
+        let mut changed = false;
+        self.catalog.record_with(|set| {
+            let edit = build(&set.current());
             changed = !edit.is_empty();
             edit
         })?;
@@ -122,21 +125,14 @@ impl Shared {
         for t in &ready {
             self.drop_covered_tables(t)?;
         }
-        let mut changed = false;
-        self.catalog.record_with(|set| {
-            let current = set.current();
+        self.record_and_install(|current| {
             let mut edit =
                 VersionEdit { range_tombstones_removed: current.retired_tombstones(), ..VersionEdit::default() };
             if let Some(target) = self.options.partition_target_bytes {
-                edit.partition_splits_added = oversized_partition_splits(&current, target);
+                edit.partition_splits_added = oversized_partition_splits(current, target);
             }
-            changed = !edit.is_empty();
             edit
-        })?;
-        if changed {
-            self.install_super_version(&self.state.lock());
-        }
-        Ok(())
+        })
     }
 }
 
