@@ -43,6 +43,10 @@ struct Cli {
     /// Machine-readable JSON output (info, verify, dump, scan, stats).
     #[arg(long, global = true)]
     json: bool,
+    /// The keyspace that get, put, delete and scan address (put creates it); default: the
+    /// database's default keyspace.
+    #[arg(long, global = true, value_name = "NAME")]
+    keyspace: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -80,6 +84,8 @@ enum Command {
         #[arg(long)]
         keys_only: bool,
     },
+    /// List the database's keyspaces, one name a line.
+    Keyspaces { db: PathBuf },
     /// Levels (or the hash table), value-log segments, log head, sequence number, options and
     /// space amplification.
     Info { db: PathBuf },
@@ -125,14 +131,16 @@ enum DumpTarget {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let out = commands::Output { style: format::ByteStyle::from_hex_flag(cli.hex), json: cli.json };
+    let keyspace = cli.keyspace.as_deref();
     let result = match cli.command {
-        Command::Get { db, key } => commands::kv::get(&db, &key, out),
-        Command::Put { db, key, value, index } => commands::kv::put(&db, &key, value.as_deref(), index, out),
-        Command::Delete { db, key } => commands::kv::delete(&db, &key, out),
+        Command::Get { db, key } => commands::kv::get(&db, keyspace, &key, out),
+        Command::Put { db, key, value, index } => commands::kv::put(&db, keyspace, &key, value.as_deref(), index, out),
+        Command::Delete { db, key } => commands::kv::delete(&db, keyspace, &key, out),
         Command::Scan { db, from, to, limit, keys_only } => {
-            let scan = commands::kv::ScanArgs { from, to, limit, keys_only };
+            let scan = commands::kv::ScanArgs { keyspace, from, to, limit, keys_only };
             commands::kv::scan(&db, &scan, out)
         }
+        Command::Keyspaces { db } => commands::kv::keyspaces(&db, out),
         Command::Info { db } => commands::info::run(&db, out),
         Command::Verify { db, files_only } => commands::verify::run(&db, files_only, out),
         Command::Dump { what: Some(DumpTarget::Sst { file }), .. } => commands::dump::sst(&file, out),

@@ -1,26 +1,31 @@
-//! Point reads and writes and range scans: `get`, `put`, `delete`, `scan`.
+//! Point reads and writes and range scans: `get`, `put`, `delete`, `scan`, in the default
+//! keyspace or the one `--keyspace` names; and `keyspaces`, which lists them.
 //!
 //! Reads open the database read-only, so they work while another process has it open; writes
 //! open it read-write and are synced before the command returns: a one-shot process has no later
-//! moment to make them durable. `get` prints the value's raw bytes (so `splitkv get DB k > file` round-trips)
-//! unless `--hex` or `--json` asks otherwise; `scan` prints escaped text, one `key<TAB>value`
-//! line per entry.
+//! moment to make them durable. `get` prints the value's raw bytes (so `splitkv get DB k > file`
+//! round-trips) unless `--hex` or `--json` asks otherwise; `scan` prints escaped text, one
+//! `key<TAB>value` line per entry.
 
 use std::io::{Read, Write};
 use std::ops::Bound;
 use std::path::Path;
 
 use serde_json::json;
-use splitkv::WriteOptions;
+use splitkv::{Db, Keyspace, WriteOptions};
 
 use super::{existing_index, open_db, open_read_only, print_json, CliError, Exit, IndexChoice, Output};
 use crate::format::ByteStyle;
 
 /// Prints the value of `key`; [`Exit::NotFound`] if there is none.
-pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
+pub fn get(dir: &Path, keyspace: Option<&str>, key: &str, out: Output) -> Result<Exit, CliError> {
     let key = out.parse_bytes(key)?;
     let db = open_read_only(dir)?;
-    let Some(value) = db.get(&key)? else {
+    let value = match existing_keyspace(&db, keyspace)? {
+        Some(ks) => ks.get(&key)?,
+        None => db.get(&key)?,
+    };
+    let Some(value) = value else {
         if out.json {
             print_json(&json!({ "key": out.style.show(&key), "found": false }));
         } else {
@@ -45,6 +50,7 @@ pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
 /// database's is a usage error, since the engine cannot change a database's index.
 pub fn put(
     dir: &Path,
+    keyspace: Option<&str>,
     key: &str,
     value: Option<&str>,
     index: Option<IndexChoice>,
@@ -75,23 +81,31 @@ pub fn put(
         }
     };
     let db = open_db(dir, Some(index.unwrap_or(IndexChoice::Lsm)))?;
-    db.put_opt(&WriteOptions { sync: true }, &key, &value)?;
+    match keyspace {
+        Some(name) => db.keyspace(name)?.put_opt(&WriteOptions { sync: true }, &key, &value)?,
+        None => db.put_opt(&WriteOptions { sync: true }, &key, &value)?,
+    }
     db.close()?;
     Ok(Exit::Success)
 }
 
 /// Removes `key` (removing a missing key is not an error, as in the library).
-pub fn delete(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
+pub fn delete(dir: &Path, keyspace: Option<&str>, key: &str, out: Output) -> Result<Exit, CliError> {
     let key = out.parse_bytes(key)?;
     let db = open_db(dir, None)?;
-    db.delete_opt(&WriteOptions { sync: true }, &key)?;
+    match existing_keyspace(&db, keyspace)? {
+        Some(ks) => ks.delete_opt(&WriteOptions { sync: true }, &key)?,
+        None => db.delete_opt(&WriteOptions { sync: true }, &key)?,
+    }
     db.close()?;
     Ok(Exit::Success)
 }
 
 /// What `scan` lists.
 #[derive(Debug)]
-pub struct ScanArgs {
+pub struct ScanArgs<'a> {
+    /// The keyspace listed (`None`: the default one).
+    pub keyspace: Option<&'a str>,
     /// First key (inclusive).
     pub from: Option<String>,
     /// Key to stop before (exclusive).
@@ -103,7 +117,7 @@ pub struct ScanArgs {
 }
 
 /// Lists entries in key order.
-pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> {
+pub fn scan(dir: &Path, args: &ScanArgs<'_>, out: Output) -> Result<Exit, CliError> {
     let bound = |k: &Option<String>, make: fn(Vec<u8>) -> Bound<Vec<u8>>| -> Result<Bound<Vec<u8>>, CliError> {
         Ok(match k {
             Some(k) => make(out.parse_bytes(k)?),
@@ -112,7 +126,11 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
     };
     let range = (bound(&args.from, Bound::Included)?, bound(&args.to, Bound::Excluded)?);
     let db = open_read_only(dir)?;
-    let entries = db.range(range)?.take(args.limit.unwrap_or(usize::MAX));
+    let entries = match existing_keyspace(&db, args.keyspace)? {
+        Some(ks) => ks.range(range)?,
+        None => db.range(range)?,
+    };
+    let entries = entries.take(args.limit.unwrap_or(usize::MAX));
     let mut stdout = std::io::stdout().lock();
     let mut rows = Vec::new();
     for entry in entries {
@@ -133,4 +151,30 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
         writeln!(stdout, "{}", crate::format::json(&serde_json::Value::Array(rows)))?;
     }
     Ok(Exit::Success)
+}
+
+/// Lists the keyspaces, one name a line (a JSON array with `--json`).
+pub fn keyspaces(dir: &Path, out: Output) -> Result<Exit, CliError> {
+    let db = open_read_only(dir)?;
+    let names = db.keyspace_names();
+    if out.json {
+        print_json(&json!(names));
+    } else {
+        for name in names {
+            outln!("{name}");
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// The keyspace `--keyspace` names, which must exist (`None` without the flag: the default
+/// keyspace). Reading a keyspace never creates it.
+fn existing_keyspace<'db>(db: &'db Db, keyspace: Option<&str>) -> Result<Option<Keyspace<'db>>, CliError> {
+    match keyspace {
+        None => Ok(None),
+        Some(name) => match db.existing_keyspace(name) {
+            Some(ks) => Ok(Some(ks)),
+            None => Err(CliError::Usage(format!("the database has no keyspace named {name:?}"))),
+        },
+    }
 }

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::gc_host::SurveyMark;
+use super::keyspace::Keyspaces;
 use super::publish::PublishOrder;
 use super::shards::ShardFront;
 use super::{Db, DbInner};
@@ -132,7 +133,9 @@ impl Db {
         } else {
             None
         };
-        Ok(Db { inner, gc_thread: Mutex::new(gc_thread), front })
+        let db = Db { inner, gc_thread: Mutex::new(gc_thread), front, keyspaces: Keyspaces::default() };
+        db.keyspaces.load(&db)?;
+        Ok(db)
     }
 
     /// Deletes the database at `path` and everything splitkv owns in it.

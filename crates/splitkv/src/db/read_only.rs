@@ -41,6 +41,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::keyspace::Keyspaces;
 use super::open::{new_collector, Recovered};
 use super::Db;
 use crate::error::{Error, Result};
@@ -95,7 +96,9 @@ impl Db {
         recovered.replay_tail(&options, &dir, log_head)?;
         let gc = new_collector(&options);
         let inner = recovered.into_inner(options, dir, gc, None);
-        Ok(Db { inner, gc_thread: Mutex::new(None), front: None })
+        let db = Db { inner, gc_thread: Mutex::new(None), front: None, keyspaces: Keyspaces::default() };
+        db.keyspaces.load(&db)?;
+        Ok(db)
     }
 
     /// True if this handle was opened with [`Db::open_read_only`].

@@ -36,8 +36,9 @@ impl Catalog {
         Catalog { set: Mutex::new(set), failure: Mutex::new(None), read_only: false }
     }
 
-    /// A catalog over a recovered version set that never writes: every edit is refused with
-    /// [`Error::ReadOnly`], so the MANIFEST of a database opened read-only stays untouched.
+    /// A catalog over a recovered version set that never writes: every edit that would change
+    /// something is refused with [`Error::ReadOnly`] (an empty one is a no-op, as always), so the
+    /// MANIFEST of a database opened read-only stays untouched.
     pub fn read_only(set: VersionSet) -> Catalog {
         Catalog { set: Mutex::new(set), failure: Mutex::new(None), read_only: true }
     }
@@ -46,9 +47,6 @@ impl Catalog {
     /// state the edit was computed from is the state it applies to). An empty edit writes
     /// nothing. A failure poisons the catalog.
     pub fn record_with(&self, build: impl FnOnce(&VersionSet) -> VersionEdit) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
         let mut set = self.set.lock();
         if let Some(reason) = &*self.failure.lock() {
             return Err(Error::Poisoned(reason.clone()));
@@ -56,6 +54,9 @@ impl Catalog {
         let edit = build(&set);
         if edit.is_empty() {
             return Ok(());
+        }
+        if self.read_only {
+            return Err(Error::ReadOnly);
         }
         set.log_and_apply(edit).inspect_err(|e| {
             self.failure.lock().get_or_insert_with(|| e.to_string());

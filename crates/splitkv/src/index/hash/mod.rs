@@ -182,6 +182,14 @@ impl HashIndex {
         Ok(self.log.read_record(&payload.pointer)?.key == key)
     }
 
+    /// [`HashIndex::record_holds`] for a slot about to be replaced by a checkpoint. A slot whose
+    /// record GC has released is stale: GC relocates a key's current record (into `recent`)
+    /// before it releases the old one, and the table learns of the move only at the next
+    /// checkpoint, this one. Its key matched `key` by prefix and hash, so it is `key`'s old slot.
+    fn stale_or_holds(&self, payload: &SlotPayload, key: &[u8]) -> Result<bool> {
+        Ok(self.read_older(&payload.pointer)?.is_none_or(|record| record.key == key))
+    }
+
     /// The newest version of `key`, from `recent` or the table.
     fn newest(&self, state: &State, key: &[u8]) -> Result<Option<Version>> {
         if let Some(v) = state.recent.get(key) {
@@ -276,7 +284,7 @@ impl HashIndex {
                 let set = set.map(|state| SlotPayload { state, seq: v.seq, pointer: v.pointer });
                 ops.push(TableOp { key, hash: key_hash(key), set });
             }
-            let applied = state.table.apply(&ops, &mut |key, p| self.record_holds(p, key));
+            let applied = state.table.apply(&ops, &mut |key, p| self.stale_or_holds(p, key));
             let replaced = match applied {
                 Ok(replaced) => replaced,
                 Err(e) => return Err(self.fail(e)),
@@ -372,10 +380,14 @@ impl HashIndex {
             let long_key;
             let key = match slot.key.inline() {
                 Some(key) => key,
-                None => {
-                    long_key = self.log.read_record(&slot.payload.pointer)?.key;
-                    &long_key
-                }
+                None => match self.read_older(&slot.payload.pointer)? {
+                    Some(record) => {
+                        long_key = record.key;
+                        &long_key
+                    }
+                    // Released by GC: a stale slot that `recent` supersedes (see `stale_or_holds`).
+                    None => return Ok(()),
+                },
             };
             if state.recent.contains_key(key) {
                 return Ok(());
