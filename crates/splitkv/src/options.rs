@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::compaction::CompactionListener;
 use crate::fs::{FileSystem, OsFileSystem};
+pub use crate::info_log::InfoLogOptions;
 use crate::snapshot::Snapshot;
 use crate::sstable::TableOptions;
 pub use crate::sstable::{CompressionType, IndexBlockKind};
@@ -176,6 +177,10 @@ pub struct Options {
     /// prefetch: iterators still read ahead, start background loads and coalesce adjacent
     /// values, but copy them on their own thread.
     pub prefetch_threads: usize,
+    /// The `LOG` file of what the engine did (`docs/format/log.md`): on by default, rotated at
+    /// 1 MiB, four old files kept. The same events go to the application's `tracing`
+    /// subscriber (target `splitkv`) whatever this says.
+    pub info_log: InfoLogOptions,
 }
 
 impl Default for Options {
@@ -219,6 +224,7 @@ impl Default for Options {
             index_block_kind: IndexBlockKind::default(),
             paranoid_checks: false,
             prefetch_threads: 8,
+            info_log: InfoLogOptions::default(),
         }
     }
 }
@@ -263,6 +269,7 @@ impl fmt::Debug for Options {
             .field("index_block_kind", &self.index_block_kind)
             .field("paranoid_checks", &self.paranoid_checks)
             .field("prefetch_threads", &self.prefetch_threads)
+            .field("info_log", &self.info_log)
             .finish_non_exhaustive()
     }
 }

@@ -102,7 +102,10 @@ impl DbIterator {
     /// Moves to the next key.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<()> {
-        self.step(Movement::Forward)
+        let start = std::time::Instant::now();
+        let moved = self.step(Movement::Forward);
+        self.db.counters.latency.iter_next.record_since(start);
+        moved
     }
 
     /// Moves to the previous key.

@@ -40,6 +40,7 @@ mod gc_host;
 mod iterator;
 mod multi_get;
 mod open;
+mod properties;
 mod publish;
 mod read_ahead;
 mod shards;
@@ -52,9 +53,10 @@ pub use multi_get::{MultiGet, MultiGetResult};
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
-use crate::filenames::parse_file_name;
+use crate::filenames::{parse_file_name, FileKind};
 use crate::fs::FileLock;
 use crate::index::{Index, IndexValue};
+use crate::info_log::{log_event, InfoLog};
 use crate::iter::db_iter::DbIter;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
@@ -115,6 +117,8 @@ struct DbInner {
     /// whether it was over one.
     space_checked_at: AtomicU64,
     space_pressed: AtomicBool,
+    /// Where the database reports what it did (the `LOG` file and `tracing`).
+    info_log: Arc<InfoLog>,
     _lock: Box<dyn FileLock>,
 }
 
@@ -169,6 +173,7 @@ impl Db {
 
     /// Sets `key` to `value` with write options.
     pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let _latency = self.inner.counters.latency.put.start_timer();
         let mut batch = WriteBatch::new();
         batch.put(key, value);
         self.write(opts, batch)
@@ -200,6 +205,7 @@ impl Db {
 
     /// Applies `batch` atomically.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        let _latency = self.inner.counters.latency.write.start_timer();
         if !batch.has_range_deletes() {
             return self.submit_write(opts, batch).wait();
         }
@@ -295,6 +301,7 @@ impl Db {
 
     /// The value of `key` with read options (snapshot, cache filling).
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        let _latency = self.inner.counters.latency.get.start_timer();
         self.submit_get(opts, key).wait()
     }
 
@@ -425,14 +432,16 @@ impl Db {
 
     /// A named property: `splitkv.stats`, `splitkv.num-files-at-level<N>`, `splitkv.sstables`,
     /// `splitkv.total-sst-bytes`, `splitkv.memtable-bytes`, `splitkv.last-sequence`,
-    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`.
+    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`, `splitkv.estimate-num-keys`,
+    /// `splitkv.levelstats`, `splitkv.num-snapshots`, `splitkv.oldest-snapshot-time`,
+    /// `splitkv.approximate-sizes[:START:END]` (hex keys; see [`Db::approximate_size`]).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "splitkv.stats" => Some(self.stats().to_string()),
             "splitkv.last-sequence" => Some(self.inner.last_sequence.load(Ordering::Acquire).to_string()),
             "splitkv.vlog-bytes" => Some(self.stats().vlog_bytes().to_string()),
             "splitkv.write-amplification" => Some(format!("{:.3}", self.stats().write_amplification())),
-            _ => self.inner.index.property(name),
+            _ => self.more_property(name),
         }
     }
 }
@@ -441,6 +450,7 @@ impl Drop for Db {
     fn drop(&mut self) {
         self.stop_background();
         let _ = self.inner.vlog.flush_buffer();
+        log_event!(self.inner.info_log, tracing::Level::INFO, "closed database");
     }
 }
 
@@ -495,7 +505,8 @@ impl DbInner {
         let Ok(names) = fs.list(&self.dir) else { return 0 };
         names
             .iter()
-            .filter(|n| parse_file_name(n).is_some())
+            // The LOG is diagnostics, capped in size, not data.
+            .filter(|n| !matches!(parse_file_name(n), None | Some(FileKind::InfoLog)))
             .filter_map(|n| fs.allocated_size(&self.dir.join(n)).ok())
             .sum()
     }
