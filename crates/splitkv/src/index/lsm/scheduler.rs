@@ -144,7 +144,7 @@ impl Shared {
             self.info_log,
             Level::INFO,
             level = event.level,
-            reason = ?event.reason,
+            reason = event.reason.name(),
             inputs = %ListDisplay(&summary.inputs[0]),
             inputs_below = %ListDisplay(&summary.inputs[1]),
             input_bytes = event.input_bytes[0] + event.input_bytes[1],
