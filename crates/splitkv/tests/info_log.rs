@@ -14,9 +14,12 @@ use splitkv::{Db, IndexKind, Options, Result};
 /// Every LOG file in `/db`, oldest first, concatenated.
 fn log_text(fs: &dyn FileSystem) -> String {
     let dir = Path::new("/db");
-    let mut names: Vec<String> = fs.list(dir).unwrap_or_default().into_iter().filter(|n| n.starts_with("LOG")).collect();
+    let mut names: Vec<String> =
+        fs.list(dir).unwrap_or_default().into_iter().filter(|n| n.starts_with("LOG")).collect();
     // LOG.old.N is older the larger N is; LOG is the newest.
-    names.sort_by_key(|n| std::cmp::Reverse(n.strip_prefix("LOG.old.").and_then(|k| k.parse::<u64>().ok()).unwrap_or(0)));
+    names.sort_by_key(|n| {
+        std::cmp::Reverse(n.strip_prefix("LOG.old.").and_then(|k| k.parse::<u64>().ok()).unwrap_or(0))
+    });
     names.iter().map(|n| String::from_utf8_lossy(&fs.read_all(&dir.join(n)).unwrap_or_default()).into_owned()).collect()
 }
 
@@ -67,7 +70,9 @@ fn the_log_records_open_flushes_compactions_and_gc() -> Result<()> {
                     assert!(flush.contains(field), "{field} in {flush}");
                 }
                 let compaction = log.lines().find(|l| l.contains(" compaction finished ")).unwrap_or_default();
-                for field in [" level=0 ", " reason=manual ", " inputs=[", " outputs=[", " input_bytes=", " output_bytes="] {
+                for field in
+                    [" level=0 ", " reason=manual ", " inputs=[", " outputs=[", " input_bytes=", " output_bytes="]
+                {
                     assert!(compaction.contains(field), "{field} in {compaction}");
                 }
             }
@@ -77,7 +82,13 @@ fn the_log_records_open_flushes_compactions_and_gc() -> Result<()> {
         let released: usize = log
             .lines()
             .filter(|l| l.contains(" gc run finished "))
-            .filter_map(|l| l.split(" released=[").nth(1)?.split(']').next().map(|ids| ids.split(',').filter(|s| !s.is_empty()).count()))
+            .filter_map(|l| {
+                l.split(" released=[")
+                    .nth(1)?
+                    .split(']')
+                    .next()
+                    .map(|ids| ids.split(',').filter(|s| !s.is_empty()).count())
+            })
             .sum();
         assert_eq!(released, gc.segments_released.len(), "{kind:?}:\n{log}");
         assert!(lines(" garbage survey finished ") >= 1 || matches!(kind, IndexKind::Hash { .. }), "{log}");
@@ -120,7 +131,10 @@ fn the_log_rotates_at_its_cap_and_at_each_open() -> Result<()> {
 #[test]
 fn a_disabled_log_leaves_no_file() -> Result<()> {
     let fs = MemFileSystem::new();
-    let options = Options { info_log: InfoLogOptions { enabled: false, ..InfoLogOptions::default() }, ..mem_options(&fs, IndexKind::Lsm) };
+    let options = Options {
+        info_log: InfoLogOptions { enabled: false, ..InfoLogOptions::default() },
+        ..mem_options(&fs, IndexKind::Lsm)
+    };
     let db = Db::open("/db", options)?;
     overwrite(&db, 1)?;
     drop(db);
@@ -184,7 +198,10 @@ fn the_library_prints_nothing() -> Result<()> {
     assert_eq!(stderr, "", "the library wrote to stderr");
     // The harness prints its own summary on stdout; the library adds nothing to it.
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.lines().all(|l| l.is_empty() || l.starts_with("running ") || l.starts_with("test result") || l == "."), "{stdout}");
+    assert!(
+        stdout.lines().all(|l| l.is_empty() || l.starts_with("running ") || l.starts_with("test result") || l == "."),
+        "{stdout}"
+    );
     // And the LOG was written.
     let log = std::fs::read_to_string(dir.join("LOG.old.1"))?;
     assert!(log.contains(" compaction finished ") && log.contains(" flush finished "), "{log}");

@@ -87,9 +87,15 @@ fn an_installed_subscriber_receives_the_engines_events() -> Result<()> {
 
     let events = collector.0.lock().map(|e| e.clone()).unwrap_or_default();
     let messages: Vec<&str> = events.iter().map(|e| e.message.as_str()).collect();
-    for wanted in
-        ["opening database", "replayed value log", "opened database", "flush finished", "compaction finished", "gc run finished", "closed database"]
-    {
+    for wanted in [
+        "opening database",
+        "replayed value log",
+        "opened database",
+        "flush finished",
+        "compaction finished",
+        "gc run finished",
+        "closed database",
+    ] {
         assert!(messages.contains(&wanted), "{wanted} not among {messages:?}");
     }
     assert!(events.iter().all(|e| e.target == "splitkv"), "{events:?}");

@@ -1,16 +1,18 @@
-//! Point reads and writes and range scans: `get`, `put`, `delete`, `scan`.
+//! Point reads and writes and range scans: `get`, `put`, `batchput`, `delete`, `deleterange`,
+//! `scan`.
 //!
 //! Writes are synced before the command returns: a one-shot process has no later moment to make
-//! them durable. `get` prints the value's raw bytes (so `splitkv get DB k > file` round-trips)
-//! unless `--hex` or `--json` asks otherwise; `scan` prints escaped text, one `key<TAB>value`
-//! line per entry.
+//! them durable; `batchput` writes all its pairs as one atomic batch. `get` prints the value's
+//! raw bytes (so `splitkv get DB k > file` round-trips) unless `--hex` or `--json` asks
+//! otherwise; `scan` prints escaped text, one `key<TAB>value` line per entry, in key order or,
+//! with `--reverse`, from the last key down.
 
 use std::io::{Read, Write};
 use std::ops::Bound;
 use std::path::Path;
 
 use serde_json::json;
-use splitkv::WriteOptions;
+use splitkv::{ReadOptions, WriteBatch, WriteOptions};
 
 use super::{existing_index, open_db, print_json, CliError, Exit, IndexChoice, Output};
 use crate::format::ByteStyle;
@@ -49,16 +51,7 @@ pub fn put(
     index: Option<IndexChoice>,
     out: Output,
 ) -> Result<Exit, CliError> {
-    if let (Some(wanted), Some(existing)) = (index, existing_index(dir)) {
-        if wanted != existing {
-            return Err(CliError::Usage(format!(
-                "{} holds a database with the {} index; --index {} only applies to a new database",
-                dir.display(),
-                existing.name(),
-                wanted.name()
-            )));
-        }
-    }
+    check_index_choice(dir, index)?;
     let key = out.parse_bytes(key)?;
     let value = match value {
         Some(v) => out.parse_bytes(v)?,
@@ -79,6 +72,53 @@ pub fn put(
     Ok(Exit::Success)
 }
 
+/// Refuses an `--index` that differs from an existing database's, since the engine cannot
+/// change a database's index.
+pub fn check_index_choice(dir: &Path, index: Option<IndexChoice>) -> Result<(), CliError> {
+    if let (Some(wanted), Some(existing)) = (index, existing_index(dir)) {
+        if wanted != existing {
+            return Err(CliError::Usage(format!(
+                "{} holds a database with the {} index; --index {} only applies to a new database",
+                dir.display(),
+                existing.name(),
+                wanted.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Sets every `KEY VALUE` pair of `args` in one atomic batch; creates the database like `put`.
+pub fn batchput(dir: &Path, args: &[String], index: Option<IndexChoice>, out: Output) -> Result<Exit, CliError> {
+    if args.is_empty() || args.len() % 2 != 0 {
+        return Err(CliError::Usage(format!(
+            "batchput needs KEY VALUE pairs: {} argument{} given",
+            args.len(),
+            if args.len() == 1 { "" } else { "s" }
+        )));
+    }
+    check_index_choice(dir, index)?;
+    let mut batch = WriteBatch::new();
+    for pair in args.chunks_exact(2) {
+        batch.put(out.parse_bytes(&pair[0])?, out.parse_bytes(&pair[1])?);
+    }
+    let db = open_db(dir, Some(index.unwrap_or(IndexChoice::Lsm)))?;
+    db.write(&WriteOptions { sync: true }, batch)?;
+    db.close()?;
+    Ok(Exit::Success)
+}
+
+/// Removes every key in `[from, to)` with one range delete.
+pub fn deleterange(dir: &Path, from: &str, to: &str, out: Output) -> Result<Exit, CliError> {
+    let (from, to) = (out.parse_bytes(from)?, out.parse_bytes(to)?);
+    let db = open_db(dir, None)?;
+    let mut batch = WriteBatch::new();
+    batch.delete_range(&from, &to);
+    db.write(&WriteOptions { sync: true }, batch)?;
+    db.close()?;
+    Ok(Exit::Success)
+}
+
 /// Removes `key` (removing a missing key is not an error, as in the library).
 pub fn delete(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
     let key = out.parse_bytes(key)?;
@@ -95,10 +135,12 @@ pub struct ScanArgs {
     pub from: Option<String>,
     /// Key to stop before (exclusive).
     pub to: Option<String>,
-    /// Most entries.
+    /// Most entries (`--max_keys`, or its alias `--limit`).
     pub limit: Option<usize>,
     /// Omit values.
     pub keys_only: bool,
+    /// From the last key in the range down.
+    pub reverse: bool,
 }
 
 /// Lists entries in key order.
@@ -111,7 +153,12 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
     };
     let range = (bound(&args.from, Bound::Included)?, bound(&args.to, Bound::Excluded)?);
     let db = open_db(dir, None)?;
-    let entries = db.range(range)?.take(args.limit.unwrap_or(usize::MAX));
+    let limit = args.limit.unwrap_or(usize::MAX);
+    let entries: Box<dyn Iterator<Item = splitkv::Result<(Vec<u8>, Vec<u8>)>>> = if args.reverse {
+        Box::new(reverse_entries(&db, range)?.take(limit))
+    } else {
+        Box::new(db.range(range)?.take(limit).map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec()))))
+    };
     let mut stdout = std::io::stdout().lock();
     let mut rows = Vec::new();
     for entry in entries {
@@ -132,4 +179,35 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
         writeln!(stdout, "{}", crate::format::json(&serde_json::Value::Array(rows)))?;
     }
     Ok(Exit::Success)
+}
+
+/// The entries of `range` (`[from, to)`) from the last down, streamed; an error ends them.
+fn reverse_entries(
+    db: &splitkv::Db,
+    (from, to): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+) -> Result<impl Iterator<Item = splitkv::Result<(Vec<u8>, Vec<u8>)>>, CliError> {
+    let bound = |b: Bound<Vec<u8>>| match b {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k),
+        Bound::Unbounded => None,
+    };
+    // The cursor's bounds are `[lower, upper)`, exactly the scan's range.
+    let opts = ReadOptions { lower_bound: bound(from), upper_bound: bound(to), ..ReadOptions::default() };
+    let mut cursor = db.iter(opts)?;
+    cursor.seek_to_last()?;
+    let mut pending_error = None;
+    let mut done = false;
+    Ok(std::iter::from_fn(move || {
+        if let Some(e) = pending_error.take() {
+            done = true;
+            return Some(Err(e));
+        }
+        if done || !cursor.valid() {
+            return None;
+        }
+        let entry = (cursor.key().to_vec(), cursor.value().to_vec());
+        if let Err(e) = cursor.prev() {
+            pending_error = Some(e);
+        }
+        Some(Ok(entry))
+    }))
 }

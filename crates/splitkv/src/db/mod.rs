@@ -173,10 +173,15 @@ impl Db {
 
     /// Sets `key` to `value` with write options.
     pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let _latency = self.inner.counters.latency.put.start_timer();
+        // One clock pair serves both histograms.
+        let started = std::time::Instant::now();
         let mut batch = WriteBatch::new();
         batch.put(key, value);
-        self.write(opts, batch)
+        let result = self.write_untimed(opts, batch);
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.inner.counters.latency.put.record(nanos);
+        self.inner.counters.latency.write.record(nanos);
+        result
     }
 
     /// Removes `key`.
@@ -206,6 +211,11 @@ impl Db {
     /// Applies `batch` atomically.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         let _latency = self.inner.counters.latency.write.start_timer();
+        self.write_untimed(opts, batch)
+    }
+
+    /// [`Db::write`] without the latency record, for callers that time themselves.
+    fn write_untimed(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         if !batch.has_range_deletes() {
             return self.submit_write(opts, batch).wait();
         }
