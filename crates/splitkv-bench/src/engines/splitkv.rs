@@ -59,7 +59,7 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     }
     if flags.partitions > 1 {
         // Equal shares of the key numbers `--num` spans.
-        let mut key = crate::keys::KeyBuffer::new(flags.key_prefix);
+        let mut key = crate::keys::KeyBuffer::for_flags(flags);
         let n = u64::from(flags.num);
         options.partition_split_points =
             (1..flags.partitions).map(|i| key.set(n * i as u64 / flags.partitions as u64).to_vec()).collect();
