@@ -22,6 +22,9 @@ pub const HEADER_LEN: u64 = 16;
 const KIND_END: u8 = 0;
 const KIND_PAIR: u8 = 1;
 
+/// A key and its value.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
 /// Why a pairs file could not be read.
 #[derive(Debug)]
 pub enum PairsError {
@@ -147,7 +150,7 @@ impl<R: Read> PairReader<R> {
     }
 
     /// The next pair, `None` after a valid end record; an error for anything else.
-    pub fn next_pair(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>, PairsError> {
+    pub fn next_pair(&mut self) -> Result<Option<Pair>, PairsError> {
         if self.done {
             return Ok(None);
         }
@@ -212,7 +215,7 @@ mod tests {
         out
     }
 
-    fn read_all(bytes: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, PairsError> {
+    fn read_all(bytes: &[u8]) -> Result<Vec<Pair>, PairsError> {
         let mut reader = PairReader::new(bytes, bytes.len() as u64)?;
         let mut out = Vec::new();
         while let Some(pair) = reader.next_pair()? {

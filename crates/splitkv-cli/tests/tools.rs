@@ -55,7 +55,7 @@ fn scan_goes_backwards_and_stops_at_max_keys() -> TestResult {
     let d = db.as_os_str();
     let scan = |extra: &[&str]| -> std::io::Result<Vec<String>> {
         let mut args: Vec<&std::ffi::OsStr> = vec!["scan".as_ref(), "--keys-only".as_ref(), d];
-        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
         Ok(run(&args)?.1.lines().map(str::to_string).collect())
     };
     let reverse = scan(&["--from", "key100", "--to", "key105", "--reverse"])?;

@@ -2,11 +2,11 @@
 //! write stalls, background errors), as `tracing` events and as lines of a `LOG` file in the
 //! database directory.
 //!
-//! Every event is emitted twice through the [`log_event!`](crate::info_log::log_event) macro:
+//! Every event is emitted twice through the crate's `log_event!` macro:
 //! - once as an ordinary `tracing` event with target `splitkv` and a `db` field (the directory),
 //!   delivered to whatever subscriber the application installed, and to nothing (so no output
 //!   at all) when it installed none;
-//! - once inside [`tracing::dispatcher::with_default`] of the database's own [`LogFile`]
+//! - once inside [`tracing::dispatcher::with_default`] of the database's own `LogFile`
 //!   subscriber, which formats it as one text line of `LOG` (byte-level rules in
 //!   `docs/format/log.md`) and never forwards it anywhere else.
 //!

@@ -90,7 +90,7 @@ pub fn check_index_choice(dir: &Path, index: Option<IndexChoice>) -> Result<(), 
 
 /// Sets every `KEY VALUE` pair of `args` in one atomic batch; creates the database like `put`.
 pub fn batchput(dir: &Path, args: &[String], index: Option<IndexChoice>, out: Output) -> Result<Exit, CliError> {
-    if args.is_empty() || args.len() % 2 != 0 {
+    if args.is_empty() || !args.len().is_multiple_of(2) {
         return Err(CliError::Usage(format!(
             "batchput needs KEY VALUE pairs: {} argument{} given",
             args.len(),
@@ -128,6 +128,9 @@ pub fn delete(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
+/// One scanned entry, or the error that ended the scan.
+type Entry = splitkv::Result<(Vec<u8>, Vec<u8>)>;
+
 /// What `scan` lists.
 #[derive(Debug)]
 pub struct ScanArgs {
@@ -154,7 +157,7 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
     let range = (bound(&args.from, Bound::Included)?, bound(&args.to, Bound::Excluded)?);
     let db = open_db(dir, None)?;
     let limit = args.limit.unwrap_or(usize::MAX);
-    let entries: Box<dyn Iterator<Item = splitkv::Result<(Vec<u8>, Vec<u8>)>>> = if args.reverse {
+    let entries: Box<dyn Iterator<Item = Entry>> = if args.reverse {
         Box::new(reverse_entries(&db, range)?.take(limit))
     } else {
         Box::new(db.range(range)?.take(limit).map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec()))))
@@ -185,7 +188,7 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
 fn reverse_entries(
     db: &splitkv::Db,
     (from, to): (Bound<Vec<u8>>, Bound<Vec<u8>>),
-) -> Result<impl Iterator<Item = splitkv::Result<(Vec<u8>, Vec<u8>)>>, CliError> {
+) -> Result<impl Iterator<Item = Entry>, CliError> {
     let bound = |b: Bound<Vec<u8>>| match b {
         Bound::Included(k) | Bound::Excluded(k) => Some(k),
         Bound::Unbounded => None,

@@ -56,17 +56,20 @@ fn as_bytes<K: AsRef<[u8]>>(bound: Bound<&K>) -> Bound<&[u8]> {
     }
 }
 
+/// A range of owned keys, as `approximate_size` takes it.
+type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 const APPROXIMATE_SIZES: &str = "splitkv.approximate-sizes";
 const APPROXIMATE_SIZES_OF: &str = "splitkv.approximate-sizes:";
 
 /// `START:END` in hex (either may be empty: unbounded) as `[START, END)`; `None` if malformed.
-fn parse_range(spec: &str) -> Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+fn parse_range(spec: &str) -> Option<KeyRange> {
     let (start, end) = spec.split_once(':')?;
     let key = |hex: &str, make: fn(Vec<u8>) -> Bound<Vec<u8>>| -> Option<Bound<Vec<u8>>> {
         if hex.is_empty() {
             return Some(Bound::Unbounded);
         }
-        if hex.len() % 2 != 0 {
+        if !hex.len().is_multiple_of(2) {
             return None;
         }
         let bytes: Option<Vec<u8>> =
