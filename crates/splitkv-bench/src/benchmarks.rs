@@ -335,27 +335,47 @@ pub(crate) fn read_while_writing(ctx: &Context<'_>, thread: &mut ThreadState) ->
         return read;
     }
     thread.stats.exclude_from_merge();
-    let mut values = ValueGenerator::new(ctx.flags.compression_ratio);
-    let mut key = KeyBuffer::for_flags(ctx.flags);
-    let value_size = ctx.workload.value_size;
+    let mut writer = RandomWriter::new(ctx);
     // At least one write, however quickly the readers finish.
     loop {
-        let k = u64::from(thread.rand.uniform(ctx.flags.num));
-        ctx.engine.put(key.set(k), values.generate(value_size), ctx.workload.sync)?;
-        ctx.tracking.db_bench.set(k, value_size + key.len());
-        thread.stats.add_user_bytes_written((value_size + key.len()) as u64);
+        let written = writer.put(ctx, u64::from(thread.rand.uniform(ctx.flags.num)))?;
+        thread.stats.add_user_bytes_written(written);
         if ctx.finished_readers.load(Ordering::Acquire) >= readers {
             return Ok(());
         }
     }
 }
 
+/// Puts fresh values at db_bench key numbers and tracks them as live data.
+struct RandomWriter {
+    values: ValueGenerator,
+    key: KeyBuffer,
+    value_size: usize,
+}
+
+impl RandomWriter {
+    fn new(ctx: &Context<'_>) -> Self {
+        RandomWriter {
+            values: ValueGenerator::new(ctx.flags.compression_ratio),
+            key: KeyBuffer::for_flags(ctx.flags),
+            value_size: ctx.workload.value_size,
+        }
+    }
+
+    /// Writes key number `k`; returns the key and value bytes written.
+    fn put(&mut self, ctx: &Context<'_>, k: u64) -> BenchResult<u64> {
+        ctx.engine.put(self.key.set(k), self.values.generate(self.value_size), ctx.workload.sync)?;
+        let bytes = self.value_size + self.key.len();
+        ctx.tracking.db_bench.set(k, bytes);
+        Ok(bytes as u64)
+    }
+}
+
 /// RocksDB's `readrandomwriterandom`: each operation on a random key is a read with
 /// probability `--readwritepercent`%, else a write.
 pub(crate) fn read_random_write_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let mut values = ValueGenerator::new(ctx.flags.compression_ratio);
+    let mut writer = RandomWriter::new(ctx);
     let mut key = KeyBuffer::for_flags(ctx.flags);
-    let value_size = ctx.workload.value_size;
     let (mut reads, mut writes, mut found, mut written) = (0u64, 0u64, 0u64, 0u64);
     let mut budget = Budget::new(ctx.workload.reads, ctx.flags.duration);
     while !budget.done(1) {
@@ -365,9 +385,7 @@ pub(crate) fn read_random_write_random(ctx: &Context<'_>, thread: &mut ThreadSta
             found += u64::from(ctx.engine.get(key.set(k))?.is_some());
         } else {
             writes += 1;
-            ctx.engine.put(key.set(k), values.generate(value_size), ctx.workload.sync)?;
-            ctx.tracking.db_bench.set(k, value_size + key.len());
-            written += (value_size + key.len()) as u64;
+            written += writer.put(ctx, k)?;
         }
         thread.stats.finished_single_op();
     }
@@ -379,9 +397,8 @@ pub(crate) fn read_random_write_random(ctx: &Context<'_>, thread: &mut ThreadSta
 /// RocksDB's `updaterandom`: read a random key, then write it with a new value (a
 /// read-modify-write), `--reads` times.
 pub(crate) fn update_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let mut values = ValueGenerator::new(ctx.flags.compression_ratio);
+    let mut writer = RandomWriter::new(ctx);
     let mut key = KeyBuffer::for_flags(ctx.flags);
-    let value_size = ctx.workload.value_size;
     let (mut updates, mut found, mut bytes, mut written) = (0u64, 0u64, 0u64, 0u64);
     let mut budget = Budget::new(ctx.workload.reads, ctx.flags.duration);
     while !budget.done(1) {
@@ -390,9 +407,7 @@ pub(crate) fn update_random(ctx: &Context<'_>, thread: &mut ThreadState) -> Benc
             found += 1;
             bytes += (key.len() + len) as u64;
         }
-        ctx.engine.put(key.set(k), values.generate(value_size), ctx.workload.sync)?;
-        ctx.tracking.db_bench.set(k, value_size + key.len());
-        written += (value_size + key.len()) as u64;
+        written += writer.put(ctx, k)?;
         updates += 1;
         thread.stats.finished_single_op();
     }
