@@ -162,6 +162,8 @@ pub struct Flags {
     pub prefetch: Option<bool>,
     /// splitkv: threads reading values ahead of iterators (`Options::prefetch_threads`).
     pub prefetch_threads: Option<usize>,
+    /// splitkv: time calls into `Db::stats()`'s latency histograms (`Options::latency_histograms`).
+    pub latency_histograms: Option<bool>,
     /// Compaction picking policy (`--compaction_policy=score|timeslice`).
     pub compaction_policy: Option<PolicyFlag>,
     /// Time slice in milliseconds for the time-slice policy (`--time_slice_ms`).
@@ -250,6 +252,7 @@ impl Default for Flags {
             json: None,
             prefetch: None,
             prefetch_threads: None,
+            latency_histograms: None,
             compaction_policy: None,
             time_slice_ms: 1000,
             dynamic_slice: false,
@@ -359,6 +362,7 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
   --ycsb_field_count=N (10)  --ycsb_field_length=N (100)
   --prefetch=BOOL  --prefetch_threads=N (splitkv iterator read-ahead)
+  --latency_histograms=BOOL (splitkv: time calls for Db::stats(); default true)
   --drop_os_cache=BOOL      evict the database from the OS page cache before each benchmark
                             that reuses it (close, fdatasync + POSIX_FADV_DONTNEED, reopen)
 
@@ -513,6 +517,7 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
         "hash_shards" => flags.hash_shards = Some(size()?),
         "prefetch" => flags.prefetch = Some(boolean()?),
         "prefetch_threads" => flags.prefetch_threads = Some(size()?),
+        "latency_histograms" => flags.latency_histograms = Some(boolean()?),
         "delete_ranges" => {
             flags.delete_ranges =
                 u32::try_from(number("a count")?).ok().filter(|n| *n > 0).ok_or_else(|| bad("a positive count"))?
@@ -671,6 +676,7 @@ mod tests {
         assert!(parse(["--drop_os_cache=true"]).unwrap().drop_os_cache);
         assert!(!parse(["--drop_os_cache=0"]).unwrap().drop_os_cache);
         assert!(parse(["--prefetch=maybe"]).is_err());
+        assert_eq!(parse(["--nolatency_histograms"]).unwrap().latency_histograms, Some(false));
     }
 
     #[test]

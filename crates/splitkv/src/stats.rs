@@ -59,9 +59,13 @@ pub struct Counters {
     pub latency: LatencyHistograms,
 }
 
-/// One [`LatencyHistogram`] per timed call.
-#[derive(Debug, Default)]
+/// One [`LatencyHistogram`] per timed call, and whether calls are timed at all
+/// (`Options::latency_histograms`).
+#[derive(Debug)]
 pub struct LatencyHistograms {
+    /// Time the calls (a clock pair each); when false nothing is recorded and the histograms
+    /// stay empty.
+    pub enabled: bool,
     /// `Db::get` and `Db::get_opt`.
     pub get: LatencyHistogram,
     /// `Db::put` and `Db::put_opt` (also counted in `write`).
@@ -71,6 +75,30 @@ pub struct LatencyHistograms {
     /// `DbIterator::next` (and so every step of a `RangeIter`), sampled: a cursor's first
     /// step and every 32nd after it.
     pub iter_next: LatencyHistogram,
+}
+
+impl Default for LatencyHistograms {
+    fn default() -> Self {
+        LatencyHistograms::new(true)
+    }
+}
+
+impl LatencyHistograms {
+    /// Empty histograms; `enabled` says whether calls are timed.
+    pub fn new(enabled: bool) -> Self {
+        LatencyHistograms {
+            enabled,
+            get: LatencyHistogram::default(),
+            put: LatencyHistogram::default(),
+            write: LatencyHistogram::default(),
+            iter_next: LatencyHistogram::default(),
+        }
+    }
+
+    /// Starts timing a call into `histogram` (one of these), or nothing when timing is off.
+    pub(crate) fn start<'a>(&self, histogram: &'a LatencyHistogram) -> Option<LatencyTimer<'a>> {
+        self.enabled.then(|| LatencyTimer { histogram, start: Instant::now() })
+    }
 }
 
 /// Exact buckets below this many nanoseconds, then this many buckets per power of two.
@@ -285,13 +313,6 @@ impl fmt::Debug for HistogramSnapshot {
 pub(crate) struct LatencyTimer<'a> {
     histogram: &'a LatencyHistogram,
     start: Instant,
-}
-
-impl LatencyHistogram {
-    /// Starts timing; the latency is recorded when the timer is dropped.
-    pub(crate) fn start_timer(&self) -> LatencyTimer<'_> {
-        LatencyTimer { histogram: self, start: Instant::now() }
-    }
 }
 
 impl Drop for LatencyTimer<'_> {

@@ -150,3 +150,26 @@ fn stats_count_and_time_gets_puts_writes_and_iterator_steps() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn latency_histograms_can_be_turned_off() -> Result<()> {
+    let options =
+        Options { fs: Arc::new(MemFileSystem::new()), latency_histograms: false, ..small_options(IndexKind::Lsm, 0) };
+    let db = Db::open("/db", options)?;
+    for i in 0..100 {
+        db.put(key(i), "v")?;
+        db.get(key(i))?;
+    }
+    let mut cursor = db.iter(ReadOptions::default())?;
+    cursor.seek_to_first()?;
+    while cursor.valid() {
+        cursor.next()?;
+    }
+    drop(cursor);
+    let stats = db.stats();
+    let l = &stats.latency;
+    assert_eq!((l.get.count(), l.put.count(), l.write.count(), l.iter_next.count()), (0, 0, 0, 0));
+    assert_eq!((stats.gets, stats.iter_nexts), (100, 100), "the counters still count");
+    assert!(!stats.to_string().contains("Latency"));
+    Ok(())
+}

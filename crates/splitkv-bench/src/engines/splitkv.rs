@@ -132,6 +132,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(n) = flags.prefetch_threads {
         options.prefetch_threads = n;
     }
+    if let Some(on) = flags.latency_histograms {
+        options.latency_histograms = on;
+    }
     if let Some(policy) = flags.compaction_policy {
         options.compaction_policy = match policy {
             PolicyFlag::Score => CompactionPolicyKind::Score,

@@ -111,7 +111,7 @@ impl DbIterator {
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<()> {
         self.nexts += 1;
-        if self.nexts % NEXT_SAMPLE_EVERY != 1 {
+        if self.nexts % NEXT_SAMPLE_EVERY != 1 || !self.db.counters.latency.enabled {
             return self.step(Movement::Forward);
         }
         let start = std::time::Instant::now();

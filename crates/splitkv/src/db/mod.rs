@@ -173,14 +173,17 @@ impl Db {
 
     /// Sets `key` to `value` with write options.
     pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let latency = &self.inner.counters.latency;
         // One clock pair serves both histograms.
-        let started = std::time::Instant::now();
+        let started = latency.enabled.then(std::time::Instant::now);
         let mut batch = WriteBatch::new();
         batch.put(key, value);
         let result = self.write_untimed(opts, batch);
-        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.inner.counters.latency.put.record(nanos);
-        self.inner.counters.latency.write.record(nanos);
+        if let Some(started) = started {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            latency.put.record(nanos);
+            latency.write.record(nanos);
+        }
         result
     }
 
@@ -210,7 +213,8 @@ impl Db {
 
     /// Applies `batch` atomically.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        let _latency = self.inner.counters.latency.write.start_timer();
+        let latency = &self.inner.counters.latency;
+        let _timer = latency.start(&latency.write);
         self.write_untimed(opts, batch)
     }
 
@@ -311,7 +315,8 @@ impl Db {
 
     /// The value of `key` with read options (snapshot, cache filling).
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
-        let _latency = self.inner.counters.latency.get.start_timer();
+        let latency = &self.inner.counters.latency;
+        let _timer = latency.start(&latency.get);
         self.submit_get(opts, key).wait()
     }
 

@@ -38,7 +38,7 @@ use crate::index::{self, IndexParts, IndexRecord, LogLink};
 use crate::info_log::{log_event, InfoLog};
 use crate::options::{GcPolicyKind, IndexKind, Options};
 use crate::snapshot::SnapshotList;
-use crate::stats::Counters;
+use crate::stats::{Counters, LatencyHistograms};
 use crate::types::{FileNumber, SegmentId};
 use crate::version::{Catalog, VersionSet};
 use crate::vlog::gc::{
@@ -121,7 +121,8 @@ impl Db {
 
         let last_sequence = Arc::new(AtomicU64::new(recorded_sequence.0));
         let snapshots = Arc::new(SnapshotList::default());
-        let counters = Arc::new(Counters::default());
+        let counters =
+            Arc::new(Counters { latency: LatencyHistograms::new(options.latency_histograms), ..Counters::default() });
         let index = index::open(IndexParts {
             options: options.clone(),
             dir: dir.clone(),
