@@ -40,6 +40,10 @@ struct Cli {
     /// Machine-readable JSON output (info, verify, dump, scan, stats).
     #[arg(long, global = true)]
     json: bool,
+    /// The keyspace that get, put, batchput, delete, deleterange, scan, export and import
+    /// address (put, batchput and import create it); default: the database's default keyspace.
+    #[arg(long, global = true, value_name = "NAME")]
+    keyspace: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -109,6 +113,8 @@ enum Command {
         #[arg(long, value_enum)]
         index: Option<IndexChoice>,
     },
+    /// List the database's keyspaces, one name a line.
+    Keyspaces { db: PathBuf },
     /// Levels (or the hash table), value-log segments, log head, sequence number, options and
     /// space amplification.
     Info { db: PathBuf },
@@ -151,19 +157,21 @@ enum DumpTarget {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let out = commands::Output { style: format::ByteStyle::from_hex_flag(cli.hex), json: cli.json };
+    let keyspace = cli.keyspace.as_deref();
     let result = match cli.command {
-        Command::Get { db, key } => commands::kv::get(&db, &key, out),
-        Command::Put { db, key, value, index } => commands::kv::put(&db, &key, value.as_deref(), index, out),
-        Command::Delete { db, key } => commands::kv::delete(&db, &key, out),
+        Command::Get { db, key } => commands::kv::get(&db, keyspace, &key, out),
+        Command::Put { db, key, value, index } => commands::kv::put(&db, keyspace, &key, value.as_deref(), index, out),
+        Command::Delete { db, key } => commands::kv::delete(&db, keyspace, &key, out),
         Command::Scan { db, from, to, limit, keys_only, reverse } => {
-            let scan = commands::kv::ScanArgs { from, to, limit, keys_only, reverse };
+            let scan = commands::kv::ScanArgs { keyspace, from, to, limit, keys_only, reverse };
             commands::kv::scan(&db, &scan, out)
         }
-        Command::Batchput { db, pairs, index } => commands::kv::batchput(&db, &pairs, index, out),
-        Command::Deleterange { db, from, to } => commands::kv::deleterange(&db, &from, &to, out),
+        Command::Keyspaces { db } => commands::kv::keyspaces(&db, out),
+        Command::Batchput { db, pairs, index } => commands::kv::batchput(&db, keyspace, &pairs, index, out),
+        Command::Deleterange { db, from, to } => commands::kv::deleterange(&db, keyspace, &from, &to, out),
         Command::GetProperty { db, name } => commands::property::get_property(&db, &name, out),
-        Command::Export { db, file } => commands::transfer::export(&db, &file, out),
-        Command::Import { db, file, index } => commands::transfer::import(&db, &file, index, out),
+        Command::Export { db, file } => commands::transfer::export(&db, keyspace, &file, out),
+        Command::Import { db, file, index } => commands::transfer::import(&db, keyspace, &file, index, out),
         Command::Info { db } => commands::info::run(&db, out),
         Command::Verify { db, files_only } => commands::verify::run(&db, files_only, out),
         Command::Dump { what: Some(DumpTarget::Sst { file }), .. } => commands::dump::sst(&file, out),

@@ -6,9 +6,11 @@
 //! - every one of the [`KEYS`] keys (with `get`) and one full scan equal the model after the last
 //!   batch the child acknowledged (`ACK n` on stdout, printed only once `write` with
 //!   `sync: true` returned `Ok`), or after the one batch that was in flight (`n + 1`), and
-//!   nothing else. A lost acknowledged write, half a batch, a resurrected delete (point or range,
-//!   the latter also dropping whole partitions' tables in the LSM cases) or a value that
-//!   GC moved to the wrong key all fail here;
+//!   nothing else. The last quarter of the keys lives in a keyspace that batches span and that
+//!   is dropped now and then (and created again by the next write to it). A lost acknowledged
+//!   write, half a batch, a resurrected delete (point or range, the latter also dropping whole
+//!   partitions' tables in the LSM cases, or a keyspace drop) or a value that GC moved to the
+//!   wrong key all fail here;
 //! - `splitkv verify` accepts the directory, so no record, table or pointer is damaged, even in
 //!   parts the model does not read (garbage that GC copied or punched).
 //!
@@ -59,7 +61,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use splitkv::options::{IndexKind, Options};
-use splitkv::{Db, ReadOptions, WriteBatch, WriteOptions};
+use splitkv::{Db, Keyspace, ReadOptions, WriteBatch, WriteOptions};
 
 /// Kills per LSM case in a normal run; five modes make 100 kills.
 const DEFAULT_ROUNDS: u32 = 20;
@@ -73,6 +75,10 @@ const KEYS: u16 = 1200;
 /// Value lengths: from just the identifying header up to past the default separation threshold
 /// (512), so values are stored both inline and in the value log.
 const VALUE_LEN: std::ops::RangeInclusive<usize> = HEADER_LEN..=1536;
+/// Keys from this one on live in keyspace [`KEYSPACE`] (the last quarter: a whole partition of
+/// the LSM cases), which one lone batch in 64 drops.
+const FIRST_KEYSPACE_KEY: u16 = KEYS / 4 * 3;
+const KEYSPACE: &str = "upper";
 /// Generation (u32), batch (u32) and key (u16) at the start of every value.
 const HEADER_LEN: usize = 10;
 
@@ -325,6 +331,8 @@ enum Op {
         start: u16,
         end: u16,
     },
+    /// Drops [`KEYSPACE`]; always alone in its batch.
+    DropKeyspace,
 }
 
 /// The write that produced a key's current value.
@@ -350,9 +358,13 @@ fn mix(mut x: u64) -> u64 {
 /// The operations of batch `batch` of `generation`. Most batches are small; some are large
 /// (many records, likely to cross a segment boundary); a quarter also delete keys. One in 32
 /// starts with a range delete (half of them over a whole partition of the LSM cases). A key can
-/// appear twice in a batch, and then the later operation wins.
+/// appear twice in a batch, and then the later operation wins. One batch in 64 drops the
+/// keyspace, alone; batches touching its keys span it and the default keyspace.
 fn batch_ops(seed: u64, generation: u32, batch: u32) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(mix(seed ^ mix(u64::from(generation) << 32 | u64::from(batch))));
+    if rng.gen_ratio(1, 64) {
+        return vec![Op::DropKeyspace];
+    }
     let mut ops = Vec::new();
     if rng.gen_ratio(1, 32) {
         let (start, end) = if rng.gen_bool(0.5) {
@@ -435,6 +447,7 @@ impl Model {
                 Op::Put { key, len } => self.0[usize::from(key)] = Some(Version { generation, batch, len }),
                 Op::Delete { key } => self.0[usize::from(key)] = None,
                 Op::DeleteRange { start, end } => self.0[usize::from(start)..usize::from(end)].fill(None),
+                Op::DropKeyspace => self.0[usize::from(FIRST_KEYSPACE_KEY)..].fill(None),
             }
         }
     }
@@ -508,15 +521,14 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
 
     let mut stdout = std::io::stdout();
     for batch in 0u32.. {
-        let mut wb = WriteBatch::new();
-        for op in batch_ops(seed, generation, batch) {
-            match op {
-                Op::Put { key: k, len } => wb.put(key(k), value(generation, batch, k, len)),
-                Op::Delete { key: k } => wb.delete(key(k)),
-                Op::DeleteRange { start, end } => wb.delete_range(key(start), key(end)),
-            };
-        }
-        if let Err(e) = db.write(&WriteOptions { sync: true }, wb) {
+        let ops = batch_ops(seed, generation, batch);
+        let written = match ops.as_slice() {
+            [Op::DropKeyspace] => db.drop_keyspace(KEYSPACE).map(drop),
+            _ => db
+                .keyspace(KEYSPACE)
+                .and_then(|ks| db.write(&WriteOptions { sync: true }, workload_batch(&ks, &ops, generation, batch))),
+        };
+        if let Err(e) = written {
             die(EXIT_WRITE_FAILED, &format!("write of batch {batch}: {e}"));
         }
         // One write call per line: a pipe write of this size is atomic, so the parent never
@@ -532,6 +544,39 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
     unreachable!("u32 batch numbers ran out")
 }
 
+/// The engine batch of `ops`: keys from [`FIRST_KEYSPACE_KEY`] on go to `ks`, and a range delete
+/// across that key becomes one delete on each side, in the same batch.
+fn workload_batch(ks: &Keyspace<'_>, ops: &[Op], generation: u32, batch: u32) -> WriteBatch {
+    let mut wb = WriteBatch::new();
+    for &op in ops {
+        match op {
+            Op::Put { key: k, len } if k >= FIRST_KEYSPACE_KEY => {
+                wb.put_in(ks, key(k), value(generation, batch, k, len))
+            }
+            Op::Put { key: k, len } => wb.put(key(k), value(generation, batch, k, len)),
+            Op::Delete { key: k } if k >= FIRST_KEYSPACE_KEY => wb.delete_in(ks, key(k)),
+            Op::Delete { key: k } => wb.delete(key(k)),
+            Op::DeleteRange { start, end } => {
+                let split = start.max(end.min(FIRST_KEYSPACE_KEY));
+                wb.delete_range(key(start), key(split)).delete_range_in(ks, key(split), key(end))
+            }
+            Op::DropKeyspace => unreachable!("a drop is a batch of its own"),
+        };
+    }
+    wb
+}
+
+/// The value of key `k` as of `opts`, from the default keyspace or [`KEYSPACE`] (absent while
+/// it does not exist).
+fn get_key(db: &Db, opts: &ReadOptions, k: u16) -> splitkv::Result<Option<Vec<u8>>> {
+    let value = match db.existing_keyspace(KEYSPACE) {
+        _ if k < FIRST_KEYSPACE_KEY => db.get_opt(opts, key(k))?,
+        Some(ks) => ks.get_opt(opts, key(k))?,
+        None => None,
+    };
+    Ok(value.map(|v| v.to_vec()))
+}
+
 /// Takes a snapshot or an iterator, reads a little through it, holds it briefly and drops it.
 fn read_briefly(db: &Db, rng: &mut StdRng) -> Result<(), String> {
     let check = |k: &[u8], v: &[u8]| -> Result<(), String> {
@@ -541,17 +586,34 @@ fn read_briefly(db: &Db, rng: &mut StdRng) -> Result<(), String> {
             _ => Err(format!("{} holds {}", String::from_utf8_lossy(k), describe_actual(Some(v)))),
         }
     };
-    let k = key(rng.gen_range(0..KEYS));
+    let n = rng.gen_range(0..KEYS);
+    let k = key(n);
+    // The keyspace may be dropped under the reader (its handles then refuse to read).
+    let dropped_meanwhile =
+        |e: &splitkv::Error| n >= FIRST_KEYSPACE_KEY && matches!(e, splitkv::Error::InvalidArgument(_));
     if rng.gen_bool(0.5) {
         let snapshot = db.snapshot();
         thread::sleep(Duration::from_millis(rng.gen_range(0..5)));
         let opts = ReadOptions { snapshot: Some(snapshot), ..ReadOptions::default() };
-        if let Some(v) = db.get_opt(&opts, &k).map_err(|e| format!("snapshot get: {e}"))? {
-            check(&k, &v)?;
+        match get_key(db, &opts, n) {
+            Ok(Some(v)) => check(&k, &v)?,
+            Ok(None) => {}
+            Err(e) if dropped_meanwhile(&e) => {}
+            Err(e) => return Err(format!("snapshot get: {e}")),
         }
     } else {
         let entries = rng.gen_range(1..50);
-        for item in db.range(k..).map_err(|e| format!("range: {e}"))?.take(entries) {
+        let range = match (n < FIRST_KEYSPACE_KEY, db.existing_keyspace(KEYSPACE)) {
+            (true, _) => db.range(k..),
+            (false, Some(ks)) => ks.range(k..),
+            (false, None) => return Ok(()),
+        };
+        let range = match range {
+            Ok(range) => range,
+            Err(e) if dropped_meanwhile(&e) => return Ok(()),
+            Err(e) => return Err(format!("range: {e}")),
+        };
+        for item in range.take(entries) {
             let (k, v) = item.map_err(|e| format!("range item: {e}"))?;
             check(&k, &v)?;
         }
@@ -765,8 +827,9 @@ enum InFlight {
 fn check_state(db: &Db, after_ack: &Model, after_in_flight: &Model, last_ack: u32) -> Result<InFlight, String> {
     let mut actual = Vec::with_capacity(usize::from(KEYS));
     for k in 0..KEYS {
-        let v = db.get(key(k)).map_err(|e| format!("get {}: {e}", String::from_utf8_lossy(&key(k))))?;
-        actual.push(v.map(|v| v.to_vec()));
+        let v = get_key(db, &ReadOptions::default(), k)
+            .map_err(|e| format!("get {}: {e}", String::from_utf8_lossy(&key(k))))?;
+        actual.push(v);
     }
     let ack_diff = differences(after_ack, &actual);
     let in_flight_diff = differences(after_in_flight, &actual);
@@ -788,7 +851,11 @@ fn check_state(db: &Db, after_ack: &Model, after_in_flight: &Model, last_ack: u3
     // The scan goes through the iterator path (merging, value prefetch), which `get` does not.
     let mut expected = (0..KEYS).filter_map(|k| model.expected(k).map(|v| (key(k), v)));
     let mut scanned = 0usize;
-    for item in db.range::<&[u8], _>(..).map_err(|e| format!("range: {e}"))? {
+    let mut scan = db.range::<&[u8], _>(..).map_err(|e| format!("range: {e}"))?.collect::<Vec<_>>();
+    if let Some(ks) = db.existing_keyspace(KEYSPACE) {
+        scan.extend(ks.range::<&[u8], _>(..).map_err(|e| format!("keyspace range: {e}"))?);
+    }
+    for item in scan {
         let (k, v) = item.map_err(|e| format!("scan after {scanned} entries: {e}"))?;
         match expected.next() {
             Some((ek, ev)) if ek == k.as_ref() && ev == v.as_ref() => scanned += 1,

@@ -88,3 +88,31 @@ fn scan_honours_from_to_limit_and_keys_only() -> TestResult {
     assert_eq!(outcome(&out).1.lines().count(), 205);
     Ok(())
 }
+
+/// `--keyspace` points get, put, delete and scan at one keyspace (put creates it, reads never
+/// do), and `keyspaces` lists them.
+#[test]
+fn keyspace_flag_addresses_one_keyspace() -> TestResult {
+    let (_tmp, db) = temp_db()?;
+    // `splitkv COMMAND DB ARGS...`; the global `--keyspace` may come anywhere.
+    let run = |command: &str, args: &[&str]| -> std::io::Result<(Option<i32>, String, String)> {
+        let mut all = vec![std::ffi::OsString::from(command), db.clone().into_os_string()];
+        all.extend(args.iter().map(std::ffi::OsString::from));
+        splitkv(all).map(|out| outcome(&out))
+    };
+    assert_eq!(run("put", &["k", "default"])?.0, Some(0));
+    assert_eq!(run("put", &["--keyspace=users", "k", "alice"])?.0, Some(0));
+    assert_eq!(run("put", &["m", "bob", "--keyspace", "users"])?.0, Some(0));
+    assert_eq!(run("get", &["k"])?.1, "default\n");
+    assert_eq!(run("get", &["--keyspace=users", "k"])?.1, "alice\n");
+    assert_eq!(run("scan", &[])?.1, "k\tdefault\n");
+    assert_eq!(run("scan", &["--keyspace=users"])?.1, "k\talice\nm\tbob\n");
+    assert_eq!(run("delete", &["--keyspace=users", "k"])?.0, Some(0));
+    assert_eq!(run("scan", &["--keyspace=users"])?.1, "m\tbob\n");
+    assert_eq!(run("keyspaces", &[])?.1, "users\n");
+    let (code, _, stderr) = run("get", &["--keyspace=nobody", "k"])?;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("no keyspace named"), "{stderr}");
+    assert_eq!(run("keyspaces", &[])?.1, "users\n", "a read does not create a keyspace");
+    Ok(())
+}

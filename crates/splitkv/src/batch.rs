@@ -4,6 +4,12 @@
 //! batch-end flag; recovery applies a batch only if its end record is intact, so a crash never
 //! exposes half a batch. Operations in a batch get consecutive sequence numbers in order, so a
 //! later operation on the same key wins.
+//!
+//! A batch may span keyspaces (`put_in`, `delete_in`, `delete_range_in`): its operations on
+//! every keyspace are applied atomically together.
+
+use crate::db::keyspace::{is_reserved, reserved_key_error, Keyspace, KeyspaceRef, KEYSPACE_MARK};
+use crate::error::Result;
 
 /// One operation of a batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +58,11 @@ impl BatchOp {
 pub struct WriteBatch {
     ops: Vec<BatchOp>,
     payload_bytes: usize,
+    /// The keyspaces the batch writes to, each once, ordered by id.
+    keyspaces: Vec<KeyspaceRef>,
+    /// Set when an operation on the default keyspace names a key reserved for keyspaces, which
+    /// makes the write fail.
+    reserved_key: bool,
 }
 
 impl WriteBatch {
@@ -62,30 +73,96 @@ impl WriteBatch {
 
     /// Adds a put.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
-        let (key, value) = (key.as_ref().to_vec(), value.as_ref().to_vec());
-        self.payload_bytes += key.len() + value.len();
-        self.ops.push(BatchOp::Put { key, value });
-        self
+        self.check_not_reserved(key.as_ref());
+        self.push(BatchOp::Put { key: key.as_ref().to_vec(), value: value.as_ref().to_vec() })
     }
 
     /// Adds a delete.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
-        let key = key.as_ref().to_vec();
-        self.payload_bytes += key.len();
-        self.ops.push(BatchOp::Delete { key });
-        self
+        self.check_not_reserved(key.as_ref());
+        self.push(BatchOp::Delete { key: key.as_ref().to_vec() })
     }
 
     /// Adds a delete of every key in `[start, end)` (nothing if `start >= end`). Keys written
-    /// after it, in this batch or later, are not affected.
+    /// after it, in this batch or later, are not affected. Keyspaces are never affected: the
+    /// range ends, at the latest, where the keys reserved for them begin.
     pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
-        let (start, end) = (start.as_ref().to_vec(), end.as_ref().to_vec());
-        if start >= end {
-            return self;
+        let start = start.as_ref();
+        self.check_not_reserved(start);
+        let end = end.as_ref().min(&KEYSPACE_MARK[..]);
+        self.push_delete_range(start.to_vec(), end.to_vec())
+    }
+
+    /// Adds a put of `key` in `keyspace`.
+    pub fn put_in(&mut self, keyspace: &Keyspace<'_>, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+        self.note_keyspace(keyspace);
+        self.push(BatchOp::Put { key: keyspace.stored_key(key.as_ref()), value: value.as_ref().to_vec() })
+    }
+
+    /// Adds a delete of `key` in `keyspace`.
+    pub fn delete_in(&mut self, keyspace: &Keyspace<'_>, key: impl AsRef<[u8]>) -> &mut Self {
+        self.note_keyspace(keyspace);
+        self.push(BatchOp::Delete { key: keyspace.stored_key(key.as_ref()) })
+    }
+
+    /// Adds a delete of every key of `keyspace` in `[start, end)` (nothing if `start >= end`).
+    pub fn delete_range_in(
+        &mut self,
+        keyspace: &Keyspace<'_>,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.note_keyspace(keyspace);
+        self.push_delete_range(keyspace.stored_key(start.as_ref()), keyspace.stored_key(end.as_ref()))
+    }
+
+    /// Adds an operation on stored keys as they are, reserved or not: the database's own writes
+    /// to keyspaces' keys and to their catalog.
+    pub(crate) fn push(&mut self, op: BatchOp) -> &mut Self {
+        if let BatchOp::DeleteRange { start, end } = &op {
+            if start >= end {
+                return self;
+            }
         }
-        self.payload_bytes += start.len() + end.len();
-        self.ops.push(BatchOp::DeleteRange { start, end });
+        self.payload_bytes += op.key().len()
+            + match &op {
+                BatchOp::Put { value, .. } => value.len(),
+                BatchOp::Delete { .. } => 0,
+                BatchOp::DeleteRange { end, .. } => end.len(),
+            };
+        self.ops.push(op);
         self
+    }
+
+    fn push_delete_range(&mut self, start: Vec<u8>, end: Vec<u8>) -> &mut Self {
+        self.push(BatchOp::DeleteRange { start, end })
+    }
+
+    fn check_not_reserved(&mut self, key: &[u8]) {
+        self.reserved_key |= is_reserved(key);
+    }
+
+    fn note_keyspace(&mut self, keyspace: &Keyspace<'_>) {
+        self.add_keyspace(keyspace.reference());
+    }
+
+    fn add_keyspace(&mut self, entry: KeyspaceRef) {
+        if let Err(at) = self.keyspaces.binary_search(&entry) {
+            self.keyspaces.insert(at, entry);
+        }
+    }
+
+    /// The keyspaces the batch writes to.
+    pub(crate) fn keyspaces(&self) -> &[KeyspaceRef] {
+        &self.keyspaces
+    }
+
+    /// An error if an operation on the default keyspace named a key reserved for keyspaces.
+    pub(crate) fn check_keys(&self) -> Result<()> {
+        match self.reserved_key {
+            true => Err(reserved_key_error()),
+            false => Ok(()),
+        }
     }
 
     /// True if the batch holds a range delete.
@@ -97,6 +174,8 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.ops.clear();
         self.payload_bytes = 0;
+        self.keyspaces.clear();
+        self.reserved_key = false;
     }
 
     /// Number of operations.
@@ -123,7 +202,11 @@ impl WriteBatch {
     pub fn append(&mut self, other: &mut WriteBatch) {
         self.payload_bytes += other.payload_bytes;
         self.ops.append(&mut other.ops);
-        other.payload_bytes = 0;
+        self.reserved_key |= other.reserved_key;
+        for entry in std::mem::take(&mut other.keyspaces) {
+            self.add_keyspace(entry);
+        }
+        other.clear();
     }
 }
 

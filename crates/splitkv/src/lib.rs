@@ -36,7 +36,7 @@ pub mod version;
 pub mod vlog;
 
 pub use batch::WriteBatch;
-pub use db::{Completion, Db, DbIterator, MultiGet, MultiGetResult, RangeIter};
+pub use db::{Completion, Db, DbIterator, Keyspace, MultiGet, MultiGetResult, RangeIter};
 pub use error::{Error, Result};
 pub use options::{CompressionType, IndexBlockKind, IndexKind, Options, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;

@@ -11,6 +11,10 @@
 //! Every index kind runs the threshold matrix under the score policy with one compaction worker;
 //! the LSM index also runs it, with half the steps, under the time-slice policy with two workers.
 //! A failure names its index kind.
+//!
+//! Keyspaces: the model holds keyspace `name`'s key `k` as `@name/k` (before every default key),
+//! and steps write batches spanning keyspaces, read and scan keyspaces, range-delete inside one
+//! and drop one (a drop is, to the model, a batch deleting all its keys).
 
 mod common;
 
@@ -45,6 +49,33 @@ fn model_options(case: Case, policy: CompactionPolicyKind, workers: usize) -> Op
     Options { partition_split_points: splits, partition_target_bytes: by_size, ..base }
 }
 const VALUE_SIZES: [usize; 7] = [0, 10, 100, 700, 1023, 1500, 6000];
+const KEYSPACES: [&str; 2] = ["a", "b"];
+
+/// The model key of `key` in keyspace `name`.
+fn keyspace_model_key(name: &str, key: &[u8]) -> Vec<u8> {
+    [format!("@{name}/").as_bytes(), key].concat()
+}
+
+/// The keyspace and key a model key names (`None` for the default keyspace).
+fn split_model_key(key: &[u8]) -> (Option<&str>, &[u8]) {
+    if key.first() != Some(&b'@') {
+        return (None, key);
+    }
+    let slash = key.iter().position(|&b| b == b'/').expect("model keyspace key");
+    (Some(std::str::from_utf8(&key[1..slash]).expect("name")), &key[slash + 1..])
+}
+
+fn default_entries(map: &Map) -> Vec<(Vec<u8>, Vec<u8>)> {
+    map.iter().filter(|(k, _)| split_model_key(k).0.is_none()).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn keyspace_entries(map: &Map, name: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let prefix = keyspace_model_key(name, b"");
+    map.range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
 
 /// Applies a batch's changes to a model map, in order.
 fn apply_changes(map: &mut Map, changes: &[Change]) {
@@ -82,7 +113,9 @@ struct Harness {
     durable: Map,
     /// Batches applied since the durability point, in order.
     since_durable: Vec<Vec<Change>>,
-    snapshots: Vec<(Snapshot, Map)>,
+    /// Open snapshots, the model as of each, and the keyspaces dropped since (their handles
+    /// are gone, so the snapshot can no longer read them).
+    snapshots: Vec<(Snapshot, Map, Vec<String>)>,
     step: usize,
 }
 
@@ -135,15 +168,76 @@ impl Harness {
     }
 
     fn apply(&mut self, changes: Vec<Change>, sync: bool) {
+        let db = self.db();
         let mut batch = WriteBatch::new();
         for (k, v) in &changes {
-            match v {
-                Some(v) => batch.put(k, v),
-                None => batch.delete(k),
+            match split_model_key(k) {
+                (None, k) => match v {
+                    Some(v) => batch.put(k, v),
+                    None => batch.delete(k),
+                },
+                (Some(name), k) => {
+                    let ks = db.keyspace(name).unwrap_or_else(|e| panic!("{}: keyspace: {e}", self.ctx()));
+                    match v {
+                        Some(v) => batch.put_in(&ks, k, v),
+                        None => batch.delete_in(&ks, k),
+                    }
+                }
             };
         }
-        self.db().write(&WriteOptions { sync }, batch).unwrap_or_else(|e| panic!("{}: write: {e}", self.ctx()));
+        db.write(&WriteOptions { sync }, batch).unwrap_or_else(|e| panic!("{}: write: {e}", self.ctx()));
         self.written(changes, sync);
+    }
+
+    /// A model key in a random keyspace, or the default one.
+    fn random_key_anywhere(&mut self) -> Vec<u8> {
+        let k = self.random_key();
+        match self.rng.gen_range(0..=KEYSPACES.len()) {
+            0 => k,
+            i => keyspace_model_key(KEYSPACES[i - 1], &k),
+        }
+    }
+
+    /// Drops a keyspace: to the model, a synced batch deleting every key it holds.
+    fn drop_keyspace(&mut self) {
+        let name = KEYSPACES[self.rng.gen_range(0..KEYSPACES.len())];
+        self.db().drop_keyspace(name).unwrap_or_else(|e| panic!("{}: drop_keyspace: {e}", self.ctx()));
+        let changes = keyspace_entries(&self.model, name).into_iter().map(|(k, _)| (k, None)).collect();
+        // A drop is durable when it returns.
+        self.written(changes, true);
+        for (_, _, dropped) in &mut self.snapshots {
+            dropped.push(name.to_string());
+        }
+    }
+
+    /// Deletes a random range of a keyspace.
+    fn keyspace_range_delete(&mut self) {
+        let name = KEYSPACES[self.rng.gen_range(0..KEYSPACES.len())];
+        let (a, b) = (self.random_key(), self.random_key());
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let ks = self.db().keyspace(name).unwrap_or_else(|e| panic!("{}: keyspace: {e}", self.ctx()));
+        ks.delete_range(&lo, &hi).unwrap_or_else(|e| panic!("{}: keyspace delete_range: {e}", self.ctx()));
+        let (lo, hi) = (keyspace_model_key(name, &lo), keyspace_model_key(name, &hi));
+        let changes = self.model.range(lo..hi).map(|(k, _)| (k.clone(), None)).collect();
+        self.written(changes, false);
+    }
+
+    /// A get and a scan (forward or backward) of a keyspace.
+    fn check_keyspace(&mut self) {
+        let name = KEYSPACES[self.rng.gen_range(0..KEYSPACES.len())];
+        let k = self.random_key();
+        let backward = self.rng.gen_bool(0.5);
+        let ks = self.db().keyspace(name).unwrap_or_else(|e| panic!("{}: keyspace: {e}", self.ctx()));
+        let got = ks.get(&k).unwrap_or_else(|e| panic!("{}: keyspace get: {e}", self.ctx()));
+        let want = self.model.get(&keyspace_model_key(name, &k));
+        assert_eq!(got.map(|v| v.to_vec()).as_ref(), want, "{}: get {name}/{k:?}", self.ctx());
+        let mut got = keyspace_dump(&ks, ReadOptions::default(), backward);
+        let mut want = keyspace_entries(&self.model, name);
+        if backward {
+            got.reverse();
+        }
+        want.iter_mut().for_each(|(k, _)| *k = split_model_key(k).1.to_vec());
+        assert_eq!(got, want, "{}: scan of keyspace {name} (backward: {backward})", self.ctx());
     }
 
     /// Records in the model a batch the database acknowledged.
@@ -184,13 +278,27 @@ impl Harness {
             .collect()
     }
 
+    /// Every entry of every keyspace, default included, as model entries in model order.
+    fn dump_all(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let db = self.db();
+        let mut out = Vec::new();
+        for name in db.keyspace_names() {
+            let ks = db.keyspace(&name).unwrap_or_else(|e| panic!("{}: keyspace: {e}", self.ctx()));
+            let entries = keyspace_dump(&ks, ReadOptions::default(), false);
+            out.extend(entries.into_iter().map(|(k, v)| (keyspace_model_key(&name, &k), v)));
+        }
+        out.extend(self.dump(ReadOptions::default()));
+        out.sort();
+        out
+    }
+
     fn check_scan(&mut self) {
         // Half the scans see every file as outside the page cache, so read-ahead hands their
         // values to its pool threads instead of copying them on the cursor's thread.
         self.env.mem.set_uncached(self.rng.gen_bool(0.5));
         match self.rng.gen_range(0..3) {
             0 => {
-                let want: Vec<_> = self.model.clone().into_iter().collect();
+                let want = default_entries(&self.model);
                 assert_eq!(self.dump(ReadOptions::default()), want, "{}: forward scan", self.ctx());
             }
             1 => {
@@ -201,7 +309,7 @@ impl Harness {
                     got.push((it.key().to_vec(), it.value().to_vec()));
                     it.prev().unwrap_or_else(|e| panic!("{}: prev: {e}", self.ctx()));
                 }
-                let want: Vec<_> = self.model.clone().into_iter().rev().collect();
+                let want: Vec<_> = default_entries(&self.model).into_iter().rev().collect();
                 assert_eq!(got, want, "{}: backward scan", self.ctx());
             }
             _ => {
@@ -209,7 +317,7 @@ impl Harness {
                 let start = self.random_key();
                 let mut it = self.db().iter(ReadOptions::default()).expect("iter");
                 it.seek(&start).expect("seek");
-                let keys: Vec<&Vec<u8>> = self.model.keys().collect();
+                let keys: Vec<&Vec<u8>> = self.model.keys().filter(|k| split_model_key(k).0.is_none()).collect();
                 let mut pos = keys.partition_point(|k| **k < start) as isize;
                 for _ in 0..20 {
                     let expect = usize::try_from(pos).ok().and_then(|p| keys.get(p));
@@ -241,10 +349,15 @@ impl Harness {
             return;
         }
         let i = self.rng.gen_range(0..self.snapshots.len());
-        let (snap, map) = self.snapshots[i].clone();
+        let (snap, map, dropped) = self.snapshots[i].clone();
         let opts = ReadOptions { snapshot: Some(snap.clone()), ..ReadOptions::default() };
-        let want: Vec<_> = map.clone().into_iter().collect();
-        assert_eq!(self.dump(opts), want, "{}: snapshot scan", self.ctx());
+        assert_eq!(self.dump(opts.clone()), default_entries(&map), "{}: snapshot scan", self.ctx());
+        for name in KEYSPACES.iter().filter(|n| !dropped.iter().any(|d| d == *n)) {
+            let ks = self.db().keyspace(name).unwrap_or_else(|e| panic!("{}: keyspace: {e}", self.ctx()));
+            let mut want = keyspace_entries(&map, name);
+            want.iter_mut().for_each(|(k, _)| *k = split_model_key(k).1.to_vec());
+            assert_eq!(keyspace_dump(&ks, opts.clone(), false), want, "{}: snapshot scan of {name}", self.ctx());
+        }
         let k = self.random_key();
         let got = self.db().get_opt(&ReadOptions { snapshot: Some(snap), ..ReadOptions::default() }, &k).expect("get");
         assert_eq!(got.map(|v| v.to_vec()), map.get(&k).cloned(), "{}: snapshot get", self.ctx());
@@ -266,7 +379,7 @@ impl Harness {
             Db::open("/db", self.env.options(self.options()))
                 .unwrap_or_else(|e| panic!("{}: open after crash: {e}", self.ctx())),
         );
-        let got = self.dump(ReadOptions::default());
+        let got = self.dump_all();
         // The recovered state must be the durable state plus a prefix of later batches.
         let mut candidate = self.durable.clone();
         let mut matched = got == candidate.clone().into_iter().collect::<Vec<_>>();
@@ -295,7 +408,7 @@ impl Harness {
     fn run(&mut self, steps: usize) {
         for step in 0..steps {
             self.step = step;
-            match self.rng.gen_range(0..104) {
+            match self.rng.gen_range(0..112) {
                 0..=34 => {
                     let (k, v) = (self.random_key(), self.random_value());
                     self.apply(vec![(k, Some(v))], false);
@@ -323,7 +436,7 @@ impl Harness {
                 67..=72 => self.check_scan(),
                 73..=76 => {
                     let snap = self.db().snapshot();
-                    self.snapshots.push((snap, self.model.clone()));
+                    self.snapshots.push((snap, self.model.clone(), Vec::new()));
                     if self.snapshots.len() > 4 {
                         self.snapshots.remove(0);
                     }
@@ -355,6 +468,21 @@ impl Harness {
                 98..=99 => {
                     self.snapshots.clear();
                 }
+                104..=106 => {
+                    let n = self.rng.gen_range(1..5);
+                    let changes = (0..n)
+                        .map(|_| {
+                            let k = self.random_key_anywhere();
+                            let v = self.rng.gen_bool(0.8).then(|| self.random_value());
+                            (k, v)
+                        })
+                        .collect();
+                    let sync = self.rng.gen_bool(0.1);
+                    self.apply(changes, sync);
+                }
+                107..=108 => self.check_keyspace(),
+                109 => self.drop_keyspace(),
+                110 => self.keyspace_range_delete(),
                 _ => {
                     // A partition of the LSM cases, or any range.
                     let (lo, hi) = if self.rng.gen_bool(0.3) {
@@ -376,8 +504,29 @@ impl Harness {
         }
         // Final full check.
         let want: Vec<_> = self.model.clone().into_iter().collect();
-        assert_eq!(self.dump(ReadOptions::default()), want, "{}: final scan", self.ctx());
+        assert_eq!(self.dump_all(), want, "{}: final scan", self.ctx());
     }
+}
+
+/// The entries of a keyspace in key order (or reverse order, walking backward), keys as the
+/// keyspace shows them.
+fn keyspace_dump(ks: &splitkv::Keyspace<'_>, opts: ReadOptions, backward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = ks.iter(opts).expect("keyspace iter");
+    let mut out = Vec::new();
+    if backward {
+        it.seek_to_last().expect("seek_to_last");
+    } else {
+        it.seek_to_first().expect("seek_to_first");
+    }
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        if backward {
+            it.prev().expect("prev");
+        } else {
+            it.next().expect("next");
+        }
+    }
+    out
 }
 
 #[test]

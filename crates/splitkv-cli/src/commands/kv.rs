@@ -1,5 +1,6 @@
 //! Point reads and writes and range scans: `get`, `put`, `batchput`, `delete`, `deleterange`,
-//! `scan`.
+//! `scan`, in the default keyspace or the one `--keyspace` names; and `keyspaces`, which lists
+//! them.
 //!
 //! Writes are synced before the command returns: a one-shot process has no later moment to make
 //! them durable; `batchput` writes all its pairs as one atomic batch. `get` prints the value's
@@ -12,16 +13,20 @@ use std::ops::Bound;
 use std::path::Path;
 
 use serde_json::json;
-use splitkv::{ReadOptions, WriteBatch, WriteOptions};
+use splitkv::{Db, Keyspace, ReadOptions, WriteBatch, WriteOptions};
 
 use super::{existing_index, open_db, print_json, CliError, Exit, IndexChoice, Output};
 use crate::format::ByteStyle;
 
 /// Prints the value of `key`; [`Exit::NotFound`] if there is none.
-pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
+pub fn get(dir: &Path, keyspace: Option<&str>, key: &str, out: Output) -> Result<Exit, CliError> {
     let key = out.parse_bytes(key)?;
     let db = open_db(dir, None)?;
-    let Some(value) = db.get(&key)? else {
+    let value = match existing_keyspace(&db, keyspace)? {
+        Some(ks) => ks.get(&key)?,
+        None => db.get(&key)?,
+    };
+    let Some(value) = value else {
         if out.json {
             print_json(&json!({ "key": out.style.show(&key), "found": false }));
         } else {
@@ -46,6 +51,7 @@ pub fn get(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
 /// database's is a usage error, since the engine cannot change a database's index.
 pub fn put(
     dir: &Path,
+    keyspace: Option<&str>,
     key: &str,
     value: Option<&str>,
     index: Option<IndexChoice>,
@@ -67,7 +73,10 @@ pub fn put(
         }
     };
     let db = open_db(dir, Some(index.unwrap_or(IndexChoice::Lsm)))?;
-    db.put_opt(&WriteOptions { sync: true }, &key, &value)?;
+    match keyspace {
+        Some(name) => db.keyspace(name)?.put_opt(&WriteOptions { sync: true }, &key, &value)?,
+        None => db.put_opt(&WriteOptions { sync: true }, &key, &value)?,
+    }
     db.close()?;
     Ok(Exit::Success)
 }
@@ -88,8 +97,15 @@ pub fn check_index_choice(dir: &Path, index: Option<IndexChoice>) -> Result<(), 
     Ok(())
 }
 
-/// Sets every `KEY VALUE` pair of `args` in one atomic batch; creates the database like `put`.
-pub fn batchput(dir: &Path, args: &[String], index: Option<IndexChoice>, out: Output) -> Result<Exit, CliError> {
+/// Sets every `KEY VALUE` pair of `args` in one atomic batch, in the default keyspace or
+/// `keyspace` (created if missing, as `put` does); creates the database like `put`.
+pub fn batchput(
+    dir: &Path,
+    keyspace: Option<&str>,
+    args: &[String],
+    index: Option<IndexChoice>,
+    out: Output,
+) -> Result<Exit, CliError> {
     if args.is_empty() || !args.len().is_multiple_of(2) {
         return Err(CliError::Usage(format!(
             "batchput needs KEY VALUE pairs: {} argument{} given",
@@ -98,42 +114,55 @@ pub fn batchput(dir: &Path, args: &[String], index: Option<IndexChoice>, out: Ou
         )));
     }
     check_index_choice(dir, index)?;
-    let mut batch = WriteBatch::new();
-    for pair in args.chunks_exact(2) {
-        batch.put(out.parse_bytes(&pair[0])?, out.parse_bytes(&pair[1])?);
-    }
+    let pairs = args
+        .chunks_exact(2)
+        .map(|pair| Ok((out.parse_bytes(&pair[0])?, out.parse_bytes(&pair[1])?)))
+        .collect::<Result<Vec<_>, CliError>>()?;
     let db = open_db(dir, Some(index.unwrap_or(IndexChoice::Lsm)))?;
+    let ks = keyspace.map(|name| db.keyspace(name)).transpose()?;
+    let mut batch = WriteBatch::new();
+    for (key, value) in pairs {
+        match &ks {
+            Some(ks) => batch.put_in(ks, key, value),
+            None => batch.put(key, value),
+        };
+    }
     db.write(&WriteOptions { sync: true }, batch)?;
     db.close()?;
     Ok(Exit::Success)
 }
 
 /// Removes every key in `[from, to)` with one range delete.
-pub fn deleterange(dir: &Path, from: &str, to: &str, out: Output) -> Result<Exit, CliError> {
+pub fn deleterange(dir: &Path, keyspace: Option<&str>, from: &str, to: &str, out: Output) -> Result<Exit, CliError> {
     let (from, to) = (out.parse_bytes(from)?, out.parse_bytes(to)?);
     let db = open_db(dir, None)?;
     let mut batch = WriteBatch::new();
-    batch.delete_range(&from, &to);
+    match existing_keyspace(&db, keyspace)? {
+        Some(ks) => batch.delete_range_in(&ks, &from, &to),
+        None => batch.delete_range(&from, &to),
+    };
     db.write(&WriteOptions { sync: true }, batch)?;
     db.close()?;
     Ok(Exit::Success)
 }
 
 /// Removes `key` (removing a missing key is not an error, as in the library).
-pub fn delete(dir: &Path, key: &str, out: Output) -> Result<Exit, CliError> {
+pub fn delete(dir: &Path, keyspace: Option<&str>, key: &str, out: Output) -> Result<Exit, CliError> {
     let key = out.parse_bytes(key)?;
     let db = open_db(dir, None)?;
-    db.delete_opt(&WriteOptions { sync: true }, &key)?;
+    match existing_keyspace(&db, keyspace)? {
+        Some(ks) => ks.delete_opt(&WriteOptions { sync: true }, &key)?,
+        None => db.delete_opt(&WriteOptions { sync: true }, &key)?,
+    }
     db.close()?;
     Ok(Exit::Success)
 }
 
-/// One scanned entry, or the error that ended the scan.
-type Entry = splitkv::Result<(Vec<u8>, Vec<u8>)>;
-
 /// What `scan` lists.
 #[derive(Debug)]
-pub struct ScanArgs {
+pub struct ScanArgs<'a> {
+    /// The keyspace listed (`None`: the default one).
+    pub keyspace: Option<&'a str>,
     /// First key (inclusive).
     pub from: Option<String>,
     /// Key to stop before (exclusive).
@@ -146,8 +175,11 @@ pub struct ScanArgs {
     pub reverse: bool,
 }
 
+/// One scanned entry, or the error that ended the scan.
+type Entry = splitkv::Result<(Vec<u8>, Vec<u8>)>;
+
 /// Lists entries in key order.
-pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> {
+pub fn scan(dir: &Path, args: &ScanArgs<'_>, out: Output) -> Result<Exit, CliError> {
     let bound = |k: &Option<String>, make: fn(Vec<u8>) -> Bound<Vec<u8>>| -> Result<Bound<Vec<u8>>, CliError> {
         Ok(match k {
             Some(k) => make(out.parse_bytes(k)?),
@@ -156,11 +188,16 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
     };
     let range = (bound(&args.from, Bound::Included)?, bound(&args.to, Bound::Excluded)?);
     let db = open_db(dir, None)?;
+    let ks = existing_keyspace(&db, args.keyspace)?;
     let limit = args.limit.unwrap_or(usize::MAX);
     let entries: Box<dyn Iterator<Item = Entry>> = if args.reverse {
-        Box::new(reverse_entries(&db, range)?.take(limit))
+        Box::new(reverse_entries(&db, ks.as_ref(), range)?.take(limit))
     } else {
-        Box::new(db.range(range)?.take(limit).map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec()))))
+        let entries = match &ks {
+            Some(ks) => ks.range(range)?,
+            None => db.range(range)?,
+        };
+        Box::new(entries.take(limit).map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec()))))
     };
     let mut stdout = std::io::stdout().lock();
     let mut rows = Vec::new();
@@ -184,9 +221,37 @@ pub fn scan(dir: &Path, args: &ScanArgs, out: Output) -> Result<Exit, CliError> 
     Ok(Exit::Success)
 }
 
-/// The entries of `range` (`[from, to)`) from the last down, streamed; an error ends them.
+/// Lists the keyspaces, one name a line (a JSON array with `--json`).
+pub fn keyspaces(dir: &Path, out: Output) -> Result<Exit, CliError> {
+    let db = open_db(dir, None)?;
+    let names = db.keyspace_names();
+    if out.json {
+        print_json(&json!(names));
+    } else {
+        for name in names {
+            outln!("{name}");
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// The keyspace `--keyspace` names, which must exist (`None` without the flag: the default
+/// keyspace). Reading a keyspace never creates it.
+pub fn existing_keyspace<'db>(db: &'db Db, keyspace: Option<&str>) -> Result<Option<Keyspace<'db>>, CliError> {
+    match keyspace {
+        None => Ok(None),
+        Some(name) => match db.existing_keyspace(name) {
+            Some(ks) => Ok(Some(ks)),
+            None => Err(CliError::Usage(format!("the database has no keyspace named {name:?}"))),
+        },
+    }
+}
+
+/// The entries of `range` (`[from, to)`) of the default keyspace or `ks`, from the last down,
+/// streamed; an error ends them.
 fn reverse_entries(
-    db: &splitkv::Db,
+    db: &Db,
+    ks: Option<&Keyspace<'_>>,
     (from, to): (Bound<Vec<u8>>, Bound<Vec<u8>>),
 ) -> Result<impl Iterator<Item = Entry>, CliError> {
     let bound = |b: Bound<Vec<u8>>| match b {
@@ -195,7 +260,10 @@ fn reverse_entries(
     };
     // The cursor's bounds are `[lower, upper)`, exactly the scan's range.
     let opts = ReadOptions { lower_bound: bound(from), upper_bound: bound(to), ..ReadOptions::default() };
-    let mut cursor = db.iter(opts)?;
+    let mut cursor = match ks {
+        Some(ks) => ks.iter(opts)?,
+        None => db.iter(opts)?,
+    };
     cursor.seek_to_last()?;
     let mut pending_error = None;
     let mut done = false;

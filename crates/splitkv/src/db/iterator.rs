@@ -3,7 +3,7 @@
 //! A cursor reads each value when it lands on its key, from the index cursor directly or, once
 //! it moves sequentially, from the read-ahead windows of `read_ahead`.
 
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -60,6 +60,8 @@ pub struct DbIterator {
     /// Calls of `next`; added to the database's count when the cursor is dropped.
     nexts: u64,
     _snapshot: Option<Snapshot>,
+    /// A keyspace's prefix: stored keys carry it, keys shown and sought do not.
+    key_prefix: Vec<u8>,
 }
 
 /// `next` is timed on the first call of each cursor and then once every this many calls: a
@@ -83,7 +85,15 @@ impl DbIterator {
             scanned: 0,
             nexts: 0,
             _snapshot: opts.snapshot,
+            key_prefix: Vec::new(),
         }
+    }
+
+    /// The cursor of a keyspace whose stored keys all begin with `prefix` (its bounds must
+    /// keep it inside them).
+    pub(super) fn with_key_prefix(mut self, prefix: Vec<u8>) -> Self {
+        self.key_prefix = prefix;
+        self
     }
 
     /// True if positioned on an entry.
@@ -103,8 +113,12 @@ impl DbIterator {
 
     /// Positions on the first key `>= key`.
     pub fn seek(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
-        let key = key.as_ref();
-        self.reposition(|c| c.seek(key))
+        if self.key_prefix.is_empty() {
+            let key = key.as_ref();
+            return self.reposition(|c| c.seek(key));
+        }
+        let stored = [self.key_prefix.as_slice(), key.as_ref()].concat();
+        self.reposition(|c| c.seek(&stored))
     }
 
     /// Moves to the next key.
@@ -127,6 +141,12 @@ impl DbIterator {
 
     /// The current key. Only meaningful while `valid()`.
     pub fn key(&self) -> &[u8] {
+        let stored = self.stored_key();
+        stored.get(self.key_prefix.len()..).unwrap_or(stored)
+    }
+
+    /// The current key as stored (with a keyspace's prefix).
+    fn stored_key(&self) -> &[u8] {
         match &self.window {
             Some(w) => w.key(w.pos),
             None => self.home_cursor().key(),
@@ -168,7 +188,7 @@ impl DbIterator {
                 return Err(self.malformed_pointer(origin));
             }
         };
-        self.db.read_pointer(&pointer, self.key())
+        self.db.read_pointer(&pointer, self.stored_key())
     }
 
     fn home_cursor(&self) -> &Cursor {
@@ -180,7 +200,7 @@ impl DbIterator {
     }
 
     fn malformed_pointer(&self, origin: EntryOrigin) -> Error {
-        origin.corruption(format!("malformed value pointer for key {}", EscapedBytes(self.key())))
+        origin.corruption(format!("malformed value pointer for key {}", EscapedBytes(self.stored_key())))
     }
 
     /// Ends read-ahead: takes the cursor back from a walk in progress and drops the windows.
@@ -210,7 +230,7 @@ impl DbIterator {
                 return self.advance_window();
             }
             // Changing direction: put the cursor back on the current key and step from there.
-            let key = self.key().to_vec();
+            let key = self.stored_key().to_vec();
             self.stop_read_ahead();
             self.value = Bytes::new();
             self.home_cursor_mut().seek(&key)?;
@@ -393,9 +413,27 @@ pub struct RangeIter {
 }
 
 impl RangeIter {
-    /// Yields the entries of `cursor` from `start` (not yet sought) up to `end`.
-    pub(super) fn new(cursor: DbIterator, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self {
-        RangeIter { cursor, start: Some(start), end, done: false }
+    /// The entries in `range` of the cursor `open` makes from `opts` with the range's bounds.
+    pub(super) fn over<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        mut opts: ReadOptions,
+        range: R,
+        open: impl FnOnce(ReadOptions) -> Result<DbIterator>,
+    ) -> Result<RangeIter> {
+        let owned = |bound: Bound<&K>| match bound {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let (start, end) = (owned(range.start_bound()), owned(range.end_bound()));
+        // Exclusive upper bounds go to the cursor, which then never reads past them.
+        if let Bound::Excluded(k) = &end {
+            opts.upper_bound = Some(k.clone());
+        }
+        if let Bound::Included(k) | Bound::Excluded(k) = &start {
+            opts.lower_bound = Some(k.clone());
+        }
+        let cursor = open(opts)?;
+        Ok(RangeIter { cursor, start: Some(start), end, done: false })
     }
 
     fn advance(&mut self) -> Result<()> {

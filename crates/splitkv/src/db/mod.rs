@@ -26,7 +26,7 @@
 //! Thread-safety: `Db` is `Send + Sync`; share it with `Arc<Db>`. Iterators own what they read.
 
 use std::collections::VecDeque;
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,6 +38,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 mod completion;
 mod gc_host;
 mod iterator;
+pub(crate) mod keyspace;
 mod multi_get;
 mod open;
 mod properties;
@@ -49,6 +50,7 @@ mod write;
 pub use completion::Completion;
 
 pub use iterator::{DbIterator, RangeIter};
+pub use keyspace::Keyspace;
 pub use multi_get::{MultiGet, MultiGetResult};
 
 use crate::batch::{BatchOp, WriteBatch};
@@ -67,6 +69,7 @@ use crate::vlog::gc::{GarbageCollector, GcOutcome};
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::ValueLog;
 use gc_host::SurveyMark;
+use keyspace::{is_reserved, reserved_key_error, Keyspaces, KEYSPACE_MARK};
 use publish::PublishOrder;
 use shards::{Request, ShardFront};
 use write::PendingWrite;
@@ -128,6 +131,7 @@ pub struct Db {
     gc_thread: Mutex<Option<JoinHandle<()>>>,
     /// The hash mode's request shards, when `IndexKind::Hash { shards }` asks for two or more.
     front: Option<ShardFront>,
+    keyspaces: Keyspaces,
 }
 
 impl std::fmt::Debug for Db {
@@ -173,11 +177,15 @@ impl Db {
 
     /// Sets `key` to `value` with write options.
     pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let latency = &self.inner.counters.latency;
-        // One clock pair serves both histograms.
-        let started = latency.enabled.then(std::time::Instant::now);
         let mut batch = WriteBatch::new();
         batch.put(key, value);
+        self.write_put(opts, batch)
+    }
+
+    /// Writes `batch`, one put, timed as a put and as a write with one clock pair.
+    fn write_put(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        let latency = &self.inner.counters.latency;
+        let started = latency.enabled.then(std::time::Instant::now);
         let result = self.write_untimed(opts, batch);
         if let Some(started) = started {
             let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -220,12 +228,16 @@ impl Db {
 
     /// [`Db::write`] without the latency record, for callers that time themselves.
     fn write_untimed(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        batch.check_keys()?;
+        // No keyspace the batch writes to may be dropped until it is applied.
+        let held = self.keyspaces.hold(batch.keyspaces())?;
+        let _held = held.lock()?;
         if !batch.has_range_deletes() {
-            return self.submit_write(opts, batch).wait();
+            return self.submit_checked(opts, batch).wait();
         }
         if !self.inner.index.supports_range_deletes() {
             let batch = self.range_deletes_as_point_deletes(batch)?;
-            return self.submit_write(opts, batch).wait();
+            return self.submit_checked(opts, batch).wait();
         }
         let ranges: Vec<(usize, Vec<u8>, Vec<u8>)> = (batch.ops().iter().enumerate())
             .filter_map(|(i, op)| match op {
@@ -246,36 +258,30 @@ impl Db {
     fn range_deletes_as_point_deletes(&self, batch: WriteBatch) -> Result<WriteBatch> {
         let mut out = WriteBatch::new();
         for (i, op) in batch.ops().iter().enumerate() {
-            match op {
-                BatchOp::Put { key, value } => {
-                    out.put(key, value);
-                }
-                BatchOp::Delete { key } => {
-                    out.delete(key);
-                }
-                BatchOp::DeleteRange { start, end } => {
-                    let mut keys = std::collections::BTreeSet::new();
-                    let mut cursor = self.iter(ReadOptions {
-                        lower_bound: Some(start.clone()),
-                        upper_bound: Some(end.clone()),
-                        ..ReadOptions::default()
-                    })?;
-                    cursor.seek_to_first()?;
-                    while cursor.valid() {
-                        keys.insert(cursor.key().to_vec());
-                        cursor.next()?;
-                    }
-                    for earlier in &batch.ops()[..i] {
-                        if let BatchOp::Put { key, .. } = earlier {
-                            if start <= key && key < end {
-                                keys.insert(key.clone());
-                            }
-                        }
-                    }
-                    for key in keys {
-                        out.delete(key);
+            let BatchOp::DeleteRange { start, end } = op else {
+                out.push(op.clone());
+                continue;
+            };
+            let mut keys = std::collections::BTreeSet::new();
+            let mut cursor = self.inner.cursor(ReadOptions {
+                lower_bound: Some(start.clone()),
+                upper_bound: Some(end.clone()),
+                ..ReadOptions::default()
+            })?;
+            cursor.seek_to_first()?;
+            while cursor.valid() {
+                keys.insert(cursor.key().to_vec());
+                cursor.next()?;
+            }
+            for earlier in &batch.ops()[..i] {
+                if let BatchOp::Put { key, .. } = earlier {
+                    if start <= key && key < end {
+                        keys.insert(key.clone());
                     }
                 }
+            }
+            for key in keys {
+                out.push(BatchOp::Delete { key });
             }
         }
         Ok(out)
@@ -288,11 +294,19 @@ impl Db {
     /// calling thread through group commit before this returns. A write is visible to reads once
     /// its handle holds `Ok`.
     pub fn submit_write(&self, opts: &WriteOptions, batch: WriteBatch) -> Completion<()> {
+        if batch.has_range_deletes() || !batch.keyspaces().is_empty() {
+            return Completion::ready(self.write(opts, batch));
+        }
+        if let Err(e) = batch.check_keys() {
+            return Completion::ready(Err(e));
+        }
+        self.submit_checked(opts, batch)
+    }
+
+    /// [`Db::submit_write`] for a batch with no range delete whose keys were checked.
+    fn submit_checked(&self, opts: &WriteOptions, batch: WriteBatch) -> Completion<()> {
         if batch.is_empty() && !opts.sync {
             return Completion::ready(Ok(()));
-        }
-        if batch.has_range_deletes() {
-            return Completion::ready(self.write(opts, batch));
         }
         if let Err(e) = self.inner.wait_for_log_space() {
             return Completion::ready(Err(e));
@@ -326,6 +340,14 @@ impl Db {
     /// `opts.snapshot`, which must outlive the handle's wait for the snapshot to pin anything).
     pub fn submit_get(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Completion<Option<Bytes>> {
         let key = key.as_ref();
+        if is_reserved(key) {
+            return Completion::ready(Err(reserved_key_error()));
+        }
+        self.submit_stored_get(opts, key)
+    }
+
+    /// [`Db::submit_get`] of a key as stored (a keyspace's keys carry its prefix).
+    fn submit_stored_get(&self, opts: &ReadOptions, key: &[u8]) -> Completion<Option<Bytes>> {
         let seq = self.inner.read_sequence(opts);
         if let Some(front) = &self.front {
             let (handle, done) = Completion::pair();
@@ -341,8 +363,12 @@ impl Db {
         self.inner.snapshots.acquire(SequenceNumber(self.inner.last_sequence.load(Ordering::Acquire)))
     }
 
-    /// A cursor over the database, unpositioned: call a seek first.
-    pub fn iter(&self, opts: ReadOptions) -> Result<DbIterator> {
+    /// A cursor over the database (the default keyspace), unpositioned: call a seek first.
+    pub fn iter(&self, mut opts: ReadOptions) -> Result<DbIterator> {
+        // The default keyspace ends where the keys reserved for keyspaces begin.
+        if opts.upper_bound.as_deref().is_none_or(|upper| upper > &KEYSPACE_MARK[..]) {
+            opts.upper_bound = Some(KEYSPACE_MARK.to_vec());
+        }
         self.inner.cursor(opts)
     }
 
@@ -352,26 +378,8 @@ impl Db {
     }
 
     /// Like [`Db::range`] with read options.
-    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, mut opts: ReadOptions, range: R) -> Result<RangeIter> {
-        let start = match range.start_bound() {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let end = match range.end_bound() {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        // Exclusive upper bounds go to the cursor, which then never reads past them.
-        if let Bound::Excluded(k) = &end {
-            opts.upper_bound = Some(k.clone());
-        }
-        if let Bound::Included(k) | Bound::Excluded(k) = &start {
-            opts.lower_bound = Some(k.clone());
-        }
-        let cursor = self.inner.cursor(opts)?;
-        Ok(RangeIter::new(cursor, start, end))
+    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, opts: ReadOptions, range: R) -> Result<RangeIter> {
+        RangeIter::over(opts, range, |opts| self.iter(opts))
     }
 
     /// Freezes the memtable and waits until it is written to an SSTable.
@@ -447,15 +455,17 @@ impl Db {
 
     /// A named property: `splitkv.stats`, `splitkv.num-files-at-level<N>`, `splitkv.sstables`,
     /// `splitkv.total-sst-bytes`, `splitkv.memtable-bytes`, `splitkv.last-sequence`,
-    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`, `splitkv.estimate-num-keys`,
-    /// `splitkv.levelstats`, `splitkv.num-snapshots`, `splitkv.oldest-snapshot-time`,
-    /// `splitkv.approximate-sizes[:START:END]` (hex keys; see [`Db::approximate_size`]).
+    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`, `splitkv.keyspaces` (one name a line),
+    /// `splitkv.estimate-num-keys`, `splitkv.levelstats`, `splitkv.num-snapshots`,
+    /// `splitkv.oldest-snapshot-time`, `splitkv.approximate-sizes[:START:END]` (hex keys; see
+    /// [`Db::approximate_size`]).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "splitkv.stats" => Some(self.stats().to_string()),
             "splitkv.last-sequence" => Some(self.inner.last_sequence.load(Ordering::Acquire).to_string()),
             "splitkv.vlog-bytes" => Some(self.stats().vlog_bytes().to_string()),
             "splitkv.write-amplification" => Some(format!("{:.3}", self.stats().write_amplification())),
+            "splitkv.keyspaces" => Some(self.keyspace_names().join("\n")),
             _ => self.more_property(name),
         }
     }

@@ -28,6 +28,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use tracing::Level;
 
 use super::gc_host::SurveyMark;
+use super::keyspace::Keyspaces;
 use super::publish::PublishOrder;
 use super::shards::ShardFront;
 use super::{Db, DbInner};
@@ -256,8 +257,10 @@ impl Db {
         } else {
             None
         };
-        log_event!(inner.info_log, Level::INFO, micros = opened_at.elapsed().as_micros() as u64, "opened database");
-        Ok(Db { inner, gc_thread: Mutex::new(gc_thread), front })
+        let db = Db { inner, gc_thread: Mutex::new(gc_thread), front, keyspaces: Keyspaces::default() };
+        db.keyspaces.load(&db)?;
+        log_event!(db.inner.info_log, Level::INFO, micros = opened_at.elapsed().as_micros() as u64, "opened database");
+        Ok(db)
     }
 
     /// Deletes the database at `path` and everything splitkv owns in it.

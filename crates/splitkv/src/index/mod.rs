@@ -179,6 +179,11 @@ pub trait Index: Send + Sync {
     fn reclaim_range(&self, _start: &[u8], _end: &[u8], _seq: SequenceNumber) -> Result<()> {
         Ok(())
     }
+    /// Adds the partition split keys in `add` and removes those in `remove` (keyspaces keep
+    /// their key prefixes in partitions of their own). An index without partitions ignores it.
+    fn update_partition_splits(&self, _add: &[Vec<u8>], _remove: &[Vec<u8>]) -> Result<()> {
+        Ok(())
+    }
     /// Adds index-specific figures to a report.
     fn fill_stats(&self, stats: &mut Stats);
     /// An index-specific property (`splitkv.…`).

@@ -405,6 +405,10 @@ impl Index for LsmIndex {
         self.shared.reclaim_range(start, end, seq)
     }
 
+    fn update_partition_splits(&self, add: &[Vec<u8>], remove: &[Vec<u8>]) -> Result<()> {
+        self.shared.update_partition_splits(add, remove)
+    }
+
     fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         // The caller flushed through the write leader. Freezing the memtable here instead would
         // race the leader: records appended before the freeze but applied after it would land in

@@ -27,21 +27,40 @@ use crate::version::{Version, VersionEdit};
 impl Shared {
     /// Records the static split points of the options that the partition map lacks.
     pub(super) fn record_static_partitions(&self) -> Result<()> {
-        let wanted = &self.options.partition_split_points;
-        if wanted.is_empty() {
-            return Ok(());
-        }
-        self.catalog.record_with(|set| {
-            let current = set.current();
-            let mut added: Vec<Vec<u8>> = wanted
-                .iter()
-                .filter(|key| !key.is_empty() && current.partition_splits().binary_search(key).is_err())
-                .cloned()
-                .collect();
+        self.update_partition_splits(&self.options.partition_split_points, &[])
+    }
+
+    /// Adds the split keys in `add` that the partition map lacks and removes those in `remove`
+    /// it holds, in one edit (none if nothing changes). Removing a split merges two partitions;
+    /// no table straddles a split that remains, so nothing needs rewriting.
+    pub(super) fn update_partition_splits(&self, add: &[Vec<u8>], remove: &[Vec<u8>]) -> Result<()> {
+        self.record_and_install(|current| {
+            let splits = current.partition_splits();
+            let mut added: Vec<Vec<u8>> =
+                add.iter().filter(|key| !key.is_empty() && splits.binary_search(key).is_err()).cloned().collect();
             added.sort();
             added.dedup();
-            VersionEdit { partition_splits_added: added, ..VersionEdit::default() }
+            let mut removed: Vec<Vec<u8>> =
+                remove.iter().filter(|key| splits.binary_search(key).is_ok() && !add.contains(key)).cloned().collect();
+            removed.sort();
+            removed.dedup();
+            VersionEdit { partition_splits_added: added, partition_splits_removed: removed, ..VersionEdit::default() }
         })
+    }
+
+    /// Records the edit `build` makes of the current version (nothing if it is empty) and
+    /// hands the new version to readers.
+    fn record_and_install(&self, build: impl FnOnce(&Arc<Version>) -> VersionEdit) -> Result<()> {
+        let mut changed = false;
+        self.catalog.record_with(|set| {
+            let edit = build(&set.current());
+            changed = !edit.is_empty();
+            edit
+        })?;
+        if changed {
+            self.install_super_version(&self.state.lock());
+        }
+        Ok(())
     }
 
     /// Frees what a durable range delete at `seq` over `[start, end)` hides, now or (while a
@@ -106,21 +125,14 @@ impl Shared {
         for t in &ready {
             self.drop_covered_tables(t)?;
         }
-        let mut changed = false;
-        self.catalog.record_with(|set| {
-            let current = set.current();
+        self.record_and_install(|current| {
             let mut edit =
                 VersionEdit { range_tombstones_removed: current.retired_tombstones(), ..VersionEdit::default() };
             if let Some(target) = self.options.partition_target_bytes {
-                edit.partition_splits_added = oversized_partition_splits(&current, target);
+                edit.partition_splits_added = oversized_partition_splits(current, target);
             }
-            changed = !edit.is_empty();
             edit
-        })?;
-        if changed {
-            self.install_super_version(&self.state.lock());
-        }
-        Ok(())
+        })
     }
 }
 
