@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use splitkv::WriteOptions;
 
-use crate::batch::PyWriteBatch;
+use crate::batch::{write_one, Op, PyWriteBatch};
 use crate::bounds::RangeArgs;
 use crate::convert::{byte_arg, optional_bytes};
 use crate::handle::SharedDb;
 use crate::iterator::{ItemShape, PyIterator};
+use crate::keyspace::PyKeyspace;
 use crate::options;
 use crate::reads::{IterArgs, ReadFlags, Reader};
 use crate::snapshot::PySnapshot;
@@ -34,7 +34,7 @@ pub struct PyDb {
 
 impl PyDb {
     fn reader(&self) -> Reader<'_> {
-        Reader { db: &self.shared, snapshot: None }
+        Reader { db: &self.shared, snapshot: None, keyspace: None }
     }
 
     /// The shared handle, for the objects a database makes.
@@ -74,36 +74,35 @@ impl PyDb {
         fill_cache: bool,
         verify_checksums: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let value = self.reader().get(py, key, ReadFlags { fill_cache, verify_checksums })?;
-        Ok(value.map(Bound::into_any).or(default))
+        self.reader().get_or(py, key, default, ReadFlags { fill_cache, verify_checksums })
     }
 
     /// Sets `key` to `value`; with `sync=True` the write is durable when this returns.
     #[pyo3(signature = (key, value, *, sync=false))]
     fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
-        let key = byte_arg(key, "key")?;
-        let value = byte_arg(value, "value")?;
-        let (key, value) = (key.as_slice(), value.as_slice());
-        self.shared.run(py, |db| db.put_opt(&WriteOptions { sync }, key, value))
+        let (key, value) = (byte_arg(key, "key")?, byte_arg(value, "value")?);
+        write_one(py, &self.shared, None, sync, Op::Put(key.as_slice(), value.as_slice()))
     }
 
     /// Removes `key` (nothing happens if it is absent).
     #[pyo3(signature = (key, *, sync=false))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
         let key = byte_arg(key, "key")?;
-        let key = key.as_slice();
-        self.shared.run(py, |db| db.delete_opt(&WriteOptions { sync }, key))
+        write_one(py, &self.shared, None, sync, Op::Delete(key.as_slice()))
     }
 
     /// Removes every key in `[start, end)` (nothing if `start >= end`): one range tombstone
     /// with the LSM index, whatever the number of keys.
     #[pyo3(signature = (start, end, *, sync=false))]
-    fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
-        let start = byte_arg(start, "start")?;
-        let end = byte_arg(end, "end")?;
-        let mut batch = splitkv::WriteBatch::new();
-        batch.delete_range(start.as_slice(), end.as_slice());
-        self.shared.run(py, |db| db.write(&WriteOptions { sync }, batch))
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let (start, end) = (byte_arg(start, "start")?, byte_arg(end, "end")?);
+        write_one(py, &self.shared, None, sync, Op::DeleteRange(start.as_slice(), end.as_slice()))
     }
 
     /// The values of `keys` (an iterable of bytes) as a list, `None` for absent keys, all read
@@ -169,6 +168,25 @@ impl PyDb {
     #[pyo3(signature = (*, sync=false))]
     fn write_batch(&self, sync: bool) -> PyWriteBatch {
         PyWriteBatch::new(&self.shared, sync)
+    }
+
+    /// The keyspace called `name` (a `Keyspace`: keys apart from this database's own and from
+    /// every other keyspace's), created if there is none. Names are non-empty str of at most
+    /// 256 UTF-8 bytes; the list of keyspaces persists.
+    fn keyspace(&self, py: Python<'_>, name: &str) -> PyResult<PyKeyspace> {
+        PyKeyspace::open(py, &self.shared, name)
+    }
+
+    /// Drops the keyspace called `name` and everything in it, in one atomic write whatever its
+    /// size; returns whether it existed. Its `Keyspace` objects raise `InvalidArgumentError`
+    /// from then on, and a keyspace created later under the same name starts empty.
+    fn drop_keyspace(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        self.shared.run(py, |db| db.drop_keyspace(name))
+    }
+
+    /// The names of the keyspaces, in order.
+    fn keyspace_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.shared.run(py, |db| Ok(db.keyspace_names()))
     }
 
     /// A consistent read view as of now, with `get`, `[]`, `in`, `multi_get` and `iterator`.

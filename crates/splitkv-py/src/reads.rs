@@ -1,24 +1,29 @@
-//! The read path shared by `DB` and `Snapshot`: point reads, multi-reads and iterators, as of
-//! the latest state or of a snapshot.
+//! The read path shared by `DB`, `Keyspace` and `Snapshot`: point reads, multi-reads and
+//! iterators, of the default keyspace or of a named one, as of the latest state or of a
+//! snapshot.
 
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use splitkv::{ReadOptions, Snapshot};
+use splitkv::{Db, ReadOptions, Snapshot};
 
 use crate::bounds::RangeArgs;
 use crate::convert::byte_arg;
 use crate::handle::SharedDb;
 use crate::iterator::{ItemShape, PyIterator};
+use crate::keyspace::NamedKeyspace;
 
-/// A read view: the database, and the snapshot reads are made at (`None`: the latest state).
+/// A read view: the database, the keyspace read and the snapshot reads are made at (`None`:
+/// the latest state).
 pub struct Reader<'a> {
     /// The database read.
     pub db: &'a Arc<SharedDb>,
     /// The read view, if pinned.
     pub snapshot: Option<Snapshot>,
+    /// The keyspace read (`None`: the default keyspace).
+    pub keyspace: Option<&'a NamedKeyspace>,
 }
 
 /// Per-call read settings.
@@ -68,8 +73,23 @@ impl Reader<'_> {
         let key = byte_arg(key, "key")?;
         let key = key.as_slice();
         let opts = self.options(flags);
-        let value = self.db.run(py, |db| db.get_opt(&opts, key))?;
+        let keyspace = self.keyspace;
+        let value = self.db.run(py, |db| match keyspace {
+            None => db.get_opt(&opts, key),
+            Some(keyspace) => keyspace.resolve(db)?.get_opt(&opts, key),
+        })?;
         Ok(value.map(|v| PyBytes::new(py, &v)))
+    }
+
+    /// `get(key, default)`: the value, or `default` if the key is absent.
+    pub fn get_or<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+        flags: ReadFlags,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(self.get(py, key, flags)?.map(Bound::into_any).or(default))
     }
 
     /// `reader[key]`: the value, or `KeyError`.
@@ -87,7 +107,18 @@ impl Reader<'_> {
         let keys: Vec<Vec<u8>> =
             keys.try_iter()?.map(|k| Ok(byte_arg(&k?, "key")?.as_slice().to_vec())).collect::<PyResult<_>>()?;
         let opts = self.options(ReadFlags::default());
-        let values = self.db.run(py, |db| db.multi_get(&opts, &keys))?;
+        let keyspace = self.keyspace;
+        let values = self.db.run(py, |db| match keyspace {
+            None => db.multi_get(&opts, &keys),
+            Some(keyspace) => {
+                // The engine has no batched read of a keyspace: a loop of reads at one snapshot
+                // gives the same answer, without reading the values concurrently.
+                let keyspace = keyspace.resolve(db)?;
+                let snapshot = opts.snapshot.clone().unwrap_or_else(|| db.snapshot());
+                let opts = ReadOptions { snapshot: Some(snapshot), ..opts };
+                keys.iter().map(|key| keyspace.get_opt(&opts, key)).collect()
+            }
+        })?;
         PyList::new(py, values.iter().map(|v| v.as_ref().map(|v| PyBytes::new(py, v))))
     }
 
@@ -105,8 +136,13 @@ impl Reader<'_> {
             keys_only: !args.shape.values,
             ..ReadOptions::default()
         };
+        let keyspace = self.keyspace;
+        let cursor = |db: &Db| match keyspace {
+            None => db.iter(opts),
+            Some(keyspace) => keyspace.resolve(db)?.iter(opts),
+        };
         // Registered while the database cannot close, so that a close cannot miss it.
-        self.db.run(py, |db| Ok(PyIterator::new(self.db, db.iter(opts)?, args.reverse, args.shape)))
+        self.db.run(py, |db| Ok(PyIterator::new(self.db, cursor(db)?, args.reverse, args.shape)))
     }
 
     /// `iter(reader)`: every key in order.

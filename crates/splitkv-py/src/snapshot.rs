@@ -4,6 +4,9 @@
 //! While a snapshot lives the engine keeps every version it can see (compaction keeps them,
 //! value-log GC defers freeing their segments), so a long-lived one costs space: release it
 //! when done rather than waiting for Python's collector.
+//!
+//! A snapshot covers every keyspace: `get`, `multi_get` and `iterator` read one with their
+//! `keyspace=` keyword, so reads of several keyspaces see one point in time.
 
 use std::sync::Arc;
 
@@ -17,6 +20,7 @@ use crate::db::PyDb;
 use crate::errors::ClosedError;
 use crate::handle::SharedDb;
 use crate::iterator::{ItemShape, PyIterator};
+use crate::keyspace::PyKeyspace;
 use crate::reads::{IterArgs, ReadFlags, Reader};
 
 /// A read view of a database as of `DB.snapshot()`.
@@ -38,9 +42,11 @@ impl PySnapshot {
         Ok(PySnapshot { db: shared, snapshot: Mutex::new(Some(snapshot)) })
     }
 
-    fn reader(&self) -> PyResult<Reader<'_>> {
+    /// A reader of `keyspace` (`None`: the default keyspace) at the snapshot.
+    fn reader<'a>(&'a self, keyspace: Option<&'a Bound<'_, PyKeyspace>>) -> PyResult<Reader<'a>> {
+        let keyspace = keyspace.map(|k| k.get().of(&self.db)).transpose()?;
         match self.snapshot.lock().clone() {
-            Some(snapshot) => Ok(Reader { db: &self.db, snapshot: Some(snapshot) }),
+            Some(snapshot) => Ok(Reader { db: &self.db, snapshot: Some(snapshot), keyspace }),
             None => Err(ClosedError::new_err("the snapshot has been released")),
         }
     }
@@ -48,42 +54,50 @@ impl PySnapshot {
 
 #[pymethods]
 impl PySnapshot {
-    /// The value of `key` in the snapshot, or `default` if it is absent there.
-    #[pyo3(signature = (key, default=None, *, fill_cache=true, verify_checksums=false))]
+    /// The value of `key` in the snapshot (of `keyspace`, by default the default keyspace),
+    /// or `default` if it is absent there.
+    #[pyo3(signature = (key, default=None, *, keyspace=None, fill_cache=true, verify_checksums=false))]
     fn get<'py>(
         &self,
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
         default: Option<Bound<'py, PyAny>>,
+        keyspace: Option<&Bound<'py, PyKeyspace>>,
         fill_cache: bool,
         verify_checksums: bool,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let value = self.reader()?.get(py, key, ReadFlags { fill_cache, verify_checksums })?;
-        Ok(value.map(Bound::into_any).or(default))
+        self.reader(keyspace)?.get_or(py, key, default, ReadFlags { fill_cache, verify_checksums })
     }
 
-    /// The values of `keys` in the snapshot, `None` for absent keys.
-    fn multi_get<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.reader()?.multi_get(py, keys)
+    /// The values of `keys` in the snapshot (of `keyspace`), `None` for absent keys.
+    #[pyo3(signature = (keys, *, keyspace=None))]
+    fn multi_get<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        keyspace: Option<&Bound<'py, PyKeyspace>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.reader(keyspace)?.multi_get(py, keys)
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        self.reader()?.get_item(py, key)
+        self.reader(None)?.get_item(py, key)
     }
 
     fn __contains__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<bool> {
-        self.reader()?.contains(py, key)
+        self.reader(None)?.contains(py, key)
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
-        self.reader()?.keys(py)
+        self.reader(None)?.keys(py)
     }
 
-    /// An iterator over the snapshot; the arguments are those of `DB.iterator()`.
+    /// An iterator over the snapshot (of `keyspace`); the other arguments are those of
+    /// `DB.iterator()`.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (
         *, start=None, stop=None, include_start=true, include_stop=false, prefix=None,
-        reverse=false, include_key=true, include_value=true, fill_cache=true
+        reverse=false, include_key=true, include_value=true, fill_cache=true, keyspace=None
     ))]
     fn iterator(
         &self,
@@ -97,10 +111,11 @@ impl PySnapshot {
         include_key: bool,
         include_value: bool,
         fill_cache: bool,
+        keyspace: Option<&Bound<'_, PyKeyspace>>,
     ) -> PyResult<PyIterator> {
         let range = RangeArgs::from_py(start, stop, include_start, include_stop, prefix)?;
         let shape = ItemShape { keys: include_key, values: include_value };
-        self.reader()?.iterator(py, IterArgs { range, reverse, shape, fill_cache })
+        self.reader(keyspace)?.iterator(py, IterArgs { range, reverse, shape, fill_cache })
     }
 
     /// Frees the snapshot (iterators made from it keep their own view). Idempotent.

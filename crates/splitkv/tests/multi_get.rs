@@ -217,6 +217,29 @@ fn duplicates_missing_and_deleted_keys_keep_the_callers_order() -> Result<()> {
     Ok(())
 }
 
+/// Regression: a batch of several keys read keys reserved for keyspaces (the stored keys of a
+/// keyspace's data), which `get` refuses.
+#[test]
+fn keys_reserved_for_keyspaces_are_refused_as_get_refuses_them() -> Result<()> {
+    for kind in index_kinds() {
+        let opened = open_on(Storage::Os, small_options(kind, 0))?;
+        let db = &opened.db;
+        db.put("k", "v")?;
+        db.keyspace("ks")?.put("k", "secret")?;
+        let stored = db.keyspace("ks")?.id().to_be_bytes();
+        let reserved = [&[0xFF; 4][..], &stored, b"k"].concat();
+        let opts = ReadOptions::default();
+        for keys in
+            [vec![b"k".to_vec(), reserved.clone()], vec![reserved.clone(), b"k".to_vec()], vec![reserved.clone()]]
+        {
+            let refused = db.multi_get(&opts, &keys).expect_err("a reserved key fails the batch");
+            assert!(matches!(refused, Error::InvalidArgument(_)), "{kind:?}: {refused}");
+            check_batch(db, &opts, &keys, &format!("{kind:?}"));
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn a_damaged_value_record_is_reported_as_get_reports_it() -> Result<()> {
     for kind in index_kinds() {

@@ -11,6 +11,7 @@ log), with plyvel/rocksdict-style access from Python.
         for key, value in db.iterator(prefix=b"user:"):
             print(key, value)
 
+``db.keyspace(name)`` returns a named keyspace (a column family) with the same data methods.
 Keys and values are bytes. Every engine error is a ``splitkv.Error``; the GIL is released
 while the engine works, so threads may share one ``DB``.
 """
@@ -24,6 +25,7 @@ from ._splitkv import (
     InvalidArgumentError,
     IoError,
     Iterator,
+    Keyspace,
     LockedError,
     NoSpaceError,
     PoisonedError,
@@ -41,6 +43,7 @@ __all__ = [
     "InvalidArgumentError",
     "IoError",
     "Iterator",
+    "Keyspace",
     "LockedError",
     "NoSpaceError",
     "PoisonedError",

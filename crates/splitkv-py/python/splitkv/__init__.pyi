@@ -57,9 +57,12 @@ class Iterator:
 class WriteBatch:
     """Puts and deletes applied atomically by write() or at the end of a ``with`` block."""
 
-    def put(self, key: _Bytes, value: _Bytes) -> None: ...
-    def delete(self, key: _Bytes) -> None: ...
-    def delete_range(self, start: _Bytes, end: _Bytes) -> None:
+    def put(self, key: _Bytes, value: _Bytes, *, keyspace: Optional["Keyspace"] = None) -> None:
+        """Adds a put (in ``keyspace``; by default the database's own keys)."""
+    def delete(self, key: _Bytes, *, keyspace: Optional["Keyspace"] = None) -> None: ...
+    def delete_range(
+        self, start: _Bytes, end: _Bytes, *, keyspace: Optional["Keyspace"] = None
+    ) -> None:
         """Adds a delete of every key in [start, end)."""
     def clear(self) -> None: ...
     def write(self) -> None:
@@ -75,15 +78,24 @@ class WriteBatch:
         """Writes the batch, or discards it if an exception is leaving the block."""
 
 class Snapshot:
-    """A consistent read view; release() or the end of a ``with`` block frees it."""
+    """A consistent read view of every keyspace; release() or the end of a ``with`` block frees
+    it. ``keyspace=`` reads a keyspace instead of the database's own keys."""
 
     @overload
-    def get(self, key: _Bytes) -> Optional[bytes]: ...
+    def get(self, key: _Bytes, *, keyspace: Optional["Keyspace"] = None) -> Optional[bytes]: ...
     @overload
     def get(
-        self, key: _Bytes, default: _T, *, fill_cache: bool = True, verify_checksums: bool = False
+        self,
+        key: _Bytes,
+        default: _T,
+        *,
+        keyspace: Optional["Keyspace"] = None,
+        fill_cache: bool = True,
+        verify_checksums: bool = False,
     ) -> Union[bytes, _T]: ...
-    def multi_get(self, keys: Iterable[_Bytes]) -> List[Optional[bytes]]: ...
+    def multi_get(
+        self, keys: Iterable[_Bytes], *, keyspace: Optional["Keyspace"] = None
+    ) -> List[Optional[bytes]]: ...
     def __getitem__(self, key: _Bytes) -> bytes: ...
     def __contains__(self, key: _Bytes) -> bool: ...
     def __iter__(self) -> Iterator: ...
@@ -99,6 +111,7 @@ class Snapshot:
         include_key: bool = True,
         include_value: bool = True,
         fill_cache: bool = True,
+        keyspace: Optional["Keyspace"] = None,
     ) -> Iterator: ...
     def release(self) -> None: ...
     def __enter__(self) -> "Snapshot": ...
@@ -108,6 +121,44 @@ class Snapshot:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> bool: ...
+
+class Keyspace:
+    """A named keyspace of a DB (made by ``DB.keyspace(name)``): the DB's data methods over keys
+    of its own. After ``DB.drop_keyspace(name)`` every call raises InvalidArgumentError."""
+
+    @property
+    def name(self) -> str: ...
+    @overload
+    def get(self, key: _Bytes) -> Optional[bytes]: ...
+    @overload
+    def get(
+        self, key: _Bytes, default: _T, *, fill_cache: bool = True, verify_checksums: bool = False
+    ) -> Union[bytes, _T]: ...
+    def put(self, key: _Bytes, value: _Bytes, *, sync: bool = False) -> None: ...
+    def delete(self, key: _Bytes, *, sync: bool = False) -> None: ...
+    def delete_range(self, start: _Bytes, end: _Bytes, *, sync: bool = False) -> None:
+        """Removes every key of the keyspace in [start, end)."""
+    def multi_get(self, keys: Iterable[_Bytes]) -> List[Optional[bytes]]:
+        """The values at one point in time (read one by one, not concurrently as DB's are)."""
+    def __getitem__(self, key: _Bytes) -> bytes: ...
+    def __setitem__(self, key: _Bytes, value: _Bytes) -> None: ...
+    def __delitem__(self, key: _Bytes) -> None: ...
+    def __contains__(self, key: _Bytes) -> bool: ...
+    def __iter__(self) -> Iterator: ...
+    def iterator(
+        self,
+        *,
+        start: Optional[_Bytes] = None,
+        stop: Optional[_Bytes] = None,
+        include_start: bool = True,
+        include_stop: bool = False,
+        prefix: Optional[_Bytes] = None,
+        reverse: bool = False,
+        include_key: bool = True,
+        include_value: bool = True,
+        fill_cache: bool = True,
+    ) -> Iterator:
+        """As DB.iterator(), over the keyspace's keys."""
 
 class DB:
     """An open splitkv database (keys and values are bytes).
@@ -167,6 +218,11 @@ class DB:
         fill_cache: bool = True,
     ) -> Iterator:
         """Items of [start, stop) (or of a prefix), as of now; reverse=True from the end."""
+    def keyspace(self, name: str) -> Keyspace:
+        """The keyspace called name, created if missing (names: 1 to 256 UTF-8 bytes)."""
+    def drop_keyspace(self, name: str) -> bool:
+        """Drops a keyspace and its keys in one atomic write; returns whether it existed."""
+    def keyspace_names(self) -> List[str]: ...
     def write_batch(self, *, sync: bool = False) -> WriteBatch: ...
     def snapshot(self) -> Snapshot: ...
     def flush(self) -> None: ...

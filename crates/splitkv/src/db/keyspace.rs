@@ -296,6 +296,12 @@ impl<'db> Keyspace<'db> {
         &self.entry.name
     }
 
+    /// The keyspace's id. Ids are never reused, so it tells this keyspace from one created
+    /// later under the same name (for bindings that hold a keyspace by name).
+    pub fn id(&self) -> u32 {
+        self.entry.id
+    }
+
     /// The database the keyspace belongs to.
     pub fn db(&self) -> &'db Db {
         self.db

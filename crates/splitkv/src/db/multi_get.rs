@@ -41,6 +41,7 @@ use std::task::{Context, Poll, Waker};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use super::keyspace::{is_reserved, reserved_key_error};
 use super::read_ahead::uncached_requests;
 use super::{Db, DbInner};
 use crate::error::{Error, Result};
@@ -222,6 +223,8 @@ impl DbInner {
             .into_iter()
             .zip(&distinct)
             .map(|(found, key)| match found {
+                // Refused as `get` refuses them: they would read keyspaces' keys.
+                _ if is_reserved(&arena[key.clone()]) => Resolved::Done(Err(reserved_key_error())),
                 Err(e) => Resolved::Done(Err(e)),
                 Ok(None) => Resolved::Done(Ok(None)),
                 Ok(Some(IndexValue::Inline(value))) => Resolved::Done(Ok(Some(value))),
