@@ -7,6 +7,8 @@
 //! 00000003.vlog      value-log segment
 //! HASHINDEX          the persistent hash table (hash index mode)
 //! LOCK               held while the database is open
+//! LOG                what the engine did (text, see docs/format/log.md)
+//! LOG.old.N          rotated LOGs, 1 the newest
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -32,6 +34,8 @@ pub enum FileKind {
     HashTable,
     /// A temporary file (`*.tmp`).
     Temp,
+    /// `LOG` or a rotated `LOG.old.N`: the information log.
+    InfoLog,
 }
 
 /// `dir/CURRENT`.
@@ -64,6 +68,16 @@ pub fn hash_table_file(dir: &Path) -> PathBuf {
     dir.join("HASHINDEX")
 }
 
+/// `dir/LOG`.
+pub fn info_log_file(dir: &Path) -> PathBuf {
+    dir.join("LOG")
+}
+
+/// `dir/LOG.old.N`: the `n`th newest rotated LOG.
+pub fn old_info_log_file(dir: &Path, n: usize) -> PathBuf {
+    dir.join(format!("LOG.old.{n}"))
+}
+
 /// `dir/NAME.tmp`.
 pub fn temp_file(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.tmp"))
@@ -79,6 +93,9 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
     }
     if name == "HASHINDEX" {
         return Some(FileKind::HashTable);
+    }
+    if name == "LOG" || name.strip_prefix("LOG.old.").is_some_and(|n| n.parse::<u64>().is_ok()) {
+        return Some(FileKind::InfoLog);
     }
     if name.ends_with(".tmp") {
         return Some(FileKind::Temp);
@@ -122,5 +139,8 @@ mod tests {
         assert_eq!(parse_file_name(&name(manifest_file(d, FileNumber(5)))), Some(FileKind::Manifest(FileNumber(5))));
         assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));
         assert_eq!(parse_file_name("notes.txt"), None);
+        assert_eq!(parse_file_name("LOG"), Some(FileKind::InfoLog));
+        assert_eq!(parse_file_name(&name(old_info_log_file(d, 3))), Some(FileKind::InfoLog));
+        assert_eq!(parse_file_name("LOG.old.x"), None);
     }
 }

@@ -14,13 +14,18 @@
 //!    page cache after a process crash, and tables pointing at them may follow);
 //! 5. ranges recorded as skipped are punched again (a crash may have come before the punch);
 //! 6. the background GC thread.
+//!
+//! Once the lock is held, a new `LOG` is started; each step above reports what it found and
+//! how long it took there (`info_log`).
 
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, RwLock};
+use tracing::Level;
 
 use super::gc_host::SurveyMark;
 use super::keyspace::Keyspaces;
@@ -31,9 +36,10 @@ use crate::error::{Error, Result};
 use crate::filenames::{current_file, lock_file, parse_file_name, segment_file, FileKind};
 use crate::fs::FileSystem;
 use crate::index::{self, IndexParts, IndexRecord, LogLink};
+use crate::info_log::{log_event, InfoLog};
 use crate::options::{GcPolicyKind, IndexKind, Options};
 use crate::snapshot::SnapshotList;
-use crate::stats::Counters;
+use crate::stats::{Counters, LatencyHistograms};
 use crate::types::{FileNumber, SegmentId};
 use crate::version::{Catalog, VersionSet};
 use crate::vlog::gc::{
@@ -54,6 +60,21 @@ impl Db {
             return Err(Error::InvalidArgument(format!("{} does not exist", dir.display())));
         }
         let lock = fs.lock(&lock_file(&dir))?;
+        // Only the holder of the lock may start a new LOG (rotating the live one away).
+        let opened_at = Instant::now();
+        let info_log = Arc::new(InfoLog::open(Arc::clone(&fs), &dir, &options.info_log));
+        log_event!(
+            info_log,
+            Level::INFO,
+            version = env!("CARGO_PKG_VERSION"),
+            index = ?options.index,
+            value_threshold = options.value_threshold,
+            write_buffer_size = options.write_buffer_size,
+            segment_size = options.segment_size,
+            compaction = ?options.compaction_policy,
+            gc = ?options.gc_policy,
+            "opening database"
+        );
         let versions = if fs.exists(&current_file(&dir)) {
             if options.error_if_exists {
                 return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
@@ -67,8 +88,24 @@ impl Db {
         // Nothing else touches the directory yet, so whatever these name is a leftover.
         remove_leftovers(fs.as_ref(), &dir, versions.manifest_number());
         let recorded_sequence = versions.last_sequence();
+        let manifest_number = versions.manifest_number();
         let catalog = Arc::new(Catalog::new(versions));
         let (log_head, recorded) = catalog.log_segments();
+        let tables: usize = {
+            let current = catalog.lock().current();
+            (0..current.num_levels()).map(|l| current.files(l).len()).sum()
+        };
+        log_event!(
+            info_log,
+            Level::INFO,
+            manifest = manifest_number.0,
+            tables,
+            segments = recorded.len(),
+            last_sequence = recorded_sequence.0,
+            log_head = %format_args!("{}:{}", log_head.segment.0, log_head.offset),
+            micros = opened_at.elapsed().as_micros() as u64,
+            "recovered MANIFEST"
+        );
 
         let vlog = Arc::new(ValueLog::open(
             Arc::clone(&fs),
@@ -85,7 +122,8 @@ impl Db {
 
         let last_sequence = Arc::new(AtomicU64::new(recorded_sequence.0));
         let snapshots = Arc::new(SnapshotList::default());
-        let counters = Arc::new(Counters::default());
+        let counters =
+            Arc::new(Counters { latency: LatencyHistograms::new(options.latency_histograms), ..Counters::default() });
         let index = index::open(IndexParts {
             options: options.clone(),
             dir: dir.clone(),
@@ -94,10 +132,13 @@ impl Db {
             snapshots: Arc::clone(&snapshots),
             last_sequence: Arc::clone(&last_sequence),
             counters: Arc::clone(&counters),
+            info_log: Arc::clone(&info_log),
         })?;
 
         let threshold = options.value_threshold;
         let mut replayed_any = false;
+        let (replay_started, mut batches, mut records_replayed, mut bytes_replayed) =
+            (Instant::now(), 0u64, 0u64, 0u64);
         vlog.replay(log_head, &mut |batch: &[ReplayedRecord]| {
             if let Some(r) = batch.iter().find(|r| r.kind == RecordKind::DeleteRange) {
                 if !index.supports_range_deletes() {
@@ -116,6 +157,9 @@ impl Db {
             if let Some(last) = batch.last() {
                 last_sequence.fetch_max(last.seq.0, Ordering::Release);
             }
+            batches += 1;
+            records_replayed += batch.len() as u64;
+            bytes_replayed += batch.iter().map(|r| u64::from(r.pointer.len)).sum::<u64>();
             replayed_any = true;
             Ok(())
         })?;
@@ -128,6 +172,17 @@ impl Db {
                 }
             }
         }
+        log_event!(
+            info_log,
+            Level::INFO,
+            from = %format_args!("{}:{}", log_head.segment.0, log_head.offset),
+            batches,
+            records = records_replayed,
+            bytes = bytes_replayed,
+            last_sequence = last_sequence.load(Ordering::Acquire),
+            micros = replay_started.elapsed().as_micros() as u64,
+            "replayed value log"
+        );
         // A memtable rebuilt from a long log tail can exceed the write buffer; freeze it now so
         // reads do not search one oversized skiplist until the next write arrives.
         index.make_room(false)?;
@@ -184,6 +239,7 @@ impl Db {
             separated_bytes_written: AtomicU64::new(0),
             space_checked_at: AtomicU64::new(0),
             space_pressed: AtomicBool::new(false),
+            info_log,
             _lock: lock,
         });
         // `shards` 0 and 1 both mean no shards: every write takes the group-commit path.
@@ -203,6 +259,7 @@ impl Db {
         };
         let db = Db { inner, gc_thread: Mutex::new(gc_thread), front, keyspaces: Keyspaces::default() };
         db.keyspaces.load(&db)?;
+        log_event!(db.inner.info_log, Level::INFO, micros = opened_at.elapsed().as_micros() as u64, "opened database");
         Ok(db)
     }
 
