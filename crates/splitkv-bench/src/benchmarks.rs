@@ -3,7 +3,8 @@
 //! that space amplification divides by. The runner in `main.rs` decides order, threads and
 //! reporting.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::engines::{BenchResult, Direction, Engine, WriteOp};
 use crate::flags::Flags;
@@ -80,6 +81,36 @@ pub(crate) struct Context<'a> {
     pub(crate) threads: usize,
     pub(crate) ycsb_workload: Option<ycsb::Workload>,
     pub(crate) tracking: &'a Tracking,
+    /// Reader threads of `readwhilewriting` that have finished (its writer stops after all).
+    pub(crate) finished_readers: AtomicUsize,
+}
+
+/// db_bench's `Duration`: a loop runs `max_ops` operations or, with `--duration`, for that many
+/// seconds however many operations that takes.
+pub(crate) struct Budget {
+    max_ops: u64,
+    deadline: Option<Instant>,
+    ops: u64,
+}
+
+impl Budget {
+    /// Checks the clock once per this many operations.
+    const CLOCK_EVERY: u64 = 64;
+
+    pub(crate) fn new(max_ops: u64, seconds: u64) -> Self {
+        let deadline = (seconds > 0).then(|| Instant::now() + Duration::from_secs(seconds));
+        Budget { max_ops, deadline, ops: 0 }
+    }
+
+    /// Counts `increment` operations about to be done; true once the loop should stop instead.
+    pub(crate) fn done(&mut self, increment: u64) -> bool {
+        let before = self.ops;
+        self.ops += increment.max(1);
+        match self.deadline {
+            Some(deadline) => before / Self::CLOCK_EVERY != self.ops / Self::CLOCK_EVERY && Instant::now() >= deadline,
+            None => self.ops > self.max_ops,
+        }
+    }
 }
 
 /// One thread's private state.
@@ -135,6 +166,9 @@ pub(crate) fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
             workload.value_size = 100 * 1000;
             fill(write_random)
         }
+        "readwhilewriting" => run(read_while_writing),
+        "readrandomwriterandom" => run(read_random_write_random),
+        "updaterandom" => run(update_random),
         "readseq" => run(read_sequential),
         "readreverse" => run(read_reverse),
         "readrandom" => run(read_random),
@@ -167,6 +201,10 @@ pub(crate) fn expected_ops(name: &str, workload: &Workload, threads: usize, flag
         "ycsb_load" => Some(flags.ycsb_records),
         _ if name.starts_with("ycsb_") => Some(flags.ycsb_ops),
         "compact" | "gc" | "stats" => None,
+        // Timed benchmarks run for `--duration` seconds, however many operations that is.
+        _ if flags.duration > 0 && is_timed(name) => None,
+        // Its writer runs until the readers are done; only the readers' operations count.
+        "readwhilewriting" => Some(workload.reads * (threads - 1)),
         // Spread over the threads, key `k` goes when `k % 100 < percent`.
         "deletefraction" => Some(workload.num * u64::from(flags.delete_percent) / 100),
         "deleterange" => Some(u64::from(flags.delete_ranges)),
@@ -177,6 +215,24 @@ pub(crate) fn expected_ops(name: &str, workload: &Workload, threads: usize, flag
         }
         _ => Some(workload.reads * threads),
     }
+}
+
+/// Benchmarks that `--duration` bounds by time (db_bench's: random writes and the random
+/// reads).
+pub(crate) fn is_timed(name: &str) -> bool {
+    matches!(
+        name,
+        "fillrandom"
+            | "overwrite"
+            | "readrandom"
+            | "readmissing"
+            | "readhot"
+            | "seekrandom"
+            | "multireadrandom"
+            | "readwhilewriting"
+            | "readrandomwriterandom"
+            | "updaterandom"
+    )
 }
 
 pub(crate) fn write_seq(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
@@ -193,12 +249,14 @@ pub(crate) fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: 
         thread.stats.add_message(&format!("({} ops)", w.num));
     }
     let mut values = ValueGenerator::new(ctx.flags.compression_ratio);
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
     let mut bytes = 0u64;
     let batch_len = w.entries_per_batch as u64;
     let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(w.entries_per_batch);
     let mut i = 0u64;
-    while i < w.num {
+    // Random writes may run for `--duration` instead (db_bench times only those).
+    let mut budget = Budget::new(w.num.div_ceil(batch_len), if sequential { 0 } else { ctx.flags.duration });
+    while (budget.deadline.is_some() || i < w.num) && !budget.done(1) {
         let mut next_key = |j: u64| if sequential { i + j } else { u64::from(thread.rand.uniform(ctx.flags.num)) };
         if batch_len == 1 {
             let k = next_key(0);
@@ -208,7 +266,9 @@ pub(crate) fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: 
             thread.stats.finished_single_op();
         } else {
             batch.clear();
-            for j in 0..batch_len {
+            // Sequential keys stop at `num`: the last batch may be short.
+            let len = if sequential { batch_len.min(w.num - i) } else { batch_len };
+            for j in 0..len {
                 let k = next_key(j);
                 batch.push((key.set(k).to_vec(), values.generate(w.value_size).to_vec()));
                 bytes += (w.value_size + key.len()) as u64;
@@ -250,9 +310,10 @@ pub(crate) fn scan(ctx: &Context<'_>, thread: &mut ThreadState, direction: Direc
 }
 
 pub(crate) fn read_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
     let mut found = 0u64;
-    for _ in 0..ctx.workload.reads {
+    let mut budget = Budget::new(ctx.workload.reads, ctx.flags.duration);
+    while !budget.done(1) {
         let k = thread.rand.uniform(ctx.flags.num);
         if ctx.engine.get(key.set(u64::from(k)))?.is_some() {
             found += 1;
@@ -263,16 +324,111 @@ pub(crate) fn read_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchR
     Ok(())
 }
 
+/// RocksDB's `readwhilewriting`: `--threads` readers do `readrandom` while one more thread
+/// writes random keys until they are done. The writer's measurements are left out of the
+/// report (only the bytes it wrote count, for write amplification), as in db_bench.
+pub(crate) fn read_while_writing(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let readers = ctx.threads - 1;
+    if thread.index > 0 {
+        let read = read_random(ctx, thread);
+        ctx.finished_readers.fetch_add(1, Ordering::Release);
+        return read;
+    }
+    thread.stats.exclude_from_merge();
+    let mut writer = RandomWriter::new(ctx);
+    // At least one write, however quickly the readers finish.
+    loop {
+        let written = writer.put(ctx, u64::from(thread.rand.uniform(ctx.flags.num)))?;
+        thread.stats.add_user_bytes_written(written);
+        if ctx.finished_readers.load(Ordering::Acquire) >= readers {
+            return Ok(());
+        }
+    }
+}
+
+/// Puts fresh values at db_bench key numbers and tracks them as live data.
+struct RandomWriter {
+    values: ValueGenerator,
+    key: KeyBuffer,
+    value_size: usize,
+}
+
+impl RandomWriter {
+    fn new(ctx: &Context<'_>) -> Self {
+        RandomWriter {
+            values: ValueGenerator::new(ctx.flags.compression_ratio),
+            key: KeyBuffer::for_flags(ctx.flags),
+            value_size: ctx.workload.value_size,
+        }
+    }
+
+    /// Writes key number `k`; returns the key and value bytes written.
+    fn put(&mut self, ctx: &Context<'_>, k: u64) -> BenchResult<u64> {
+        ctx.engine.put(self.key.set(k), self.values.generate(self.value_size), ctx.workload.sync)?;
+        let bytes = self.value_size + self.key.len();
+        ctx.tracking.db_bench.set(k, bytes);
+        Ok(bytes as u64)
+    }
+}
+
+/// RocksDB's `readrandomwriterandom`: each operation on a random key is a read with
+/// probability `--readwritepercent`%, else a write.
+pub(crate) fn read_random_write_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut writer = RandomWriter::new(ctx);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
+    let (mut reads, mut writes, mut found, mut written) = (0u64, 0u64, 0u64, 0u64);
+    let mut budget = Budget::new(ctx.workload.reads, ctx.flags.duration);
+    while !budget.done(1) {
+        let k = u64::from(thread.rand.uniform(ctx.flags.num));
+        if thread.rand.uniform(100) < u32::from(ctx.flags.readwritepercent) {
+            reads += 1;
+            found += u64::from(ctx.engine.get(key.set(k))?.is_some());
+        } else {
+            writes += 1;
+            written += writer.put(ctx, k)?;
+        }
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_user_bytes_written(written);
+    thread.stats.add_message(&format!("( reads:{reads} writes:{writes} total:{} found:{found})", reads + writes));
+    Ok(())
+}
+
+/// RocksDB's `updaterandom`: read a random key, then write it with a new value (a
+/// read-modify-write), `--reads` times.
+pub(crate) fn update_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let mut writer = RandomWriter::new(ctx);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
+    let (mut updates, mut found, mut bytes, mut written) = (0u64, 0u64, 0u64, 0u64);
+    let mut budget = Budget::new(ctx.workload.reads, ctx.flags.duration);
+    while !budget.done(1) {
+        let k = u64::from(thread.rand.uniform(ctx.flags.num));
+        if let Some(len) = ctx.engine.get(key.set(k))? {
+            found += 1;
+            bytes += (key.len() + len) as u64;
+        }
+        written += writer.put(ctx, k)?;
+        updates += 1;
+        thread.stats.finished_single_op();
+    }
+    thread.stats.add_bytes(bytes + written);
+    thread.stats.add_user_bytes_written(written);
+    thread.stats.add_message(&format!("( updates:{updates} found:{found})"));
+    Ok(())
+}
+
 /// RocksDB's `multireadrandom`: random keys looked up `--batch_size` at a time with the engine's
 /// batched read; throughput counts keys, the latency histogram batches.
 pub(crate) fn multi_read_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
     let batch_size = ctx.flags.batch_size as u64;
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
     let mut batch: Vec<Vec<u8>> = Vec::with_capacity(ctx.flags.batch_size);
     let mut found = 0u64;
     let mut read = 0u64;
-    while read < ctx.workload.reads {
-        let n = batch_size.min(ctx.workload.reads - read);
+    let timed = ctx.flags.duration > 0;
+    let mut budget = Budget::new(ctx.workload.reads.div_ceil(batch_size), ctx.flags.duration);
+    while (timed || read < ctx.workload.reads) && !budget.done(1) {
+        let n = if timed { batch_size } else { batch_size.min(ctx.workload.reads - read) };
         batch.clear();
         for _ in 0..n {
             batch.push(key.set(u64::from(thread.rand.uniform(ctx.flags.num))).to_vec());
@@ -287,8 +443,9 @@ pub(crate) fn multi_read_random(ctx: &Context<'_>, thread: &mut ThreadState) -> 
 }
 
 pub(crate) fn read_missing(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
-    for _ in 0..ctx.workload.reads {
+    let mut key = KeyBuffer::for_flags(ctx.flags);
+    let mut budget = Budget::new(ctx.workload.reads, ctx.flags.duration);
+    while !budget.done(1) {
         let k = thread.rand.uniform(ctx.flags.num);
         // Dropping the last digit makes a key that sorts among real keys but never exists.
         let full = key.set(u64::from(k));
@@ -299,10 +456,11 @@ pub(crate) fn read_missing(ctx: &Context<'_>, thread: &mut ThreadState) -> Bench
 }
 
 pub(crate) fn read_hot(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
     // The hottest 1% of the key space.
     let range = ctx.flags.num.div_ceil(100);
-    for _ in 0..ctx.workload.reads {
+    let mut budget = Budget::new(ctx.workload.reads, ctx.flags.duration);
+    while !budget.done(1) {
         let k = thread.rand.uniform(range);
         ctx.engine.get(key.set(u64::from(k)))?;
         thread.stats.finished_single_op();
@@ -310,23 +468,36 @@ pub(crate) fn read_hot(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResu
     Ok(())
 }
 
+/// Seeks to random keys; with `--seek_nexts=N` also reads the N entries after each landing
+/// (db_bench's `seekrandom`), through the same iterator.
 pub(crate) fn seek_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
-    let mut found = 0u64;
-    for _ in 0..ctx.workload.reads {
-        let k = thread.rand.uniform(ctx.flags.num);
-        if ctx.engine.seek_lands_on(key.set(u64::from(k)))? {
-            found += 1;
-        }
+    let mut key = KeyBuffer::for_flags(ctx.flags);
+    let (mut found, mut bytes) = (0u64, 0u64);
+    let nexts = usize::try_from(ctx.flags.seek_nexts).unwrap_or(usize::MAX);
+    let mut budget = Budget::new(ctx.workload.reads, ctx.flags.duration);
+    while !budget.done(1) {
+        let target = key.set(u64::from(thread.rand.uniform(ctx.flags.num)));
+        let landed = if nexts == 0 {
+            ctx.engine.seek_lands_on(target)?
+        } else {
+            let mut first = None;
+            ctx.engine.scan_from(target, nexts.saturating_add(1), &mut |k, v| {
+                first.get_or_insert_with(|| k == target);
+                bytes += (k.len() + v.len()) as u64;
+            })?;
+            first.unwrap_or(false)
+        };
+        found += u64::from(landed);
         thread.stats.finished_single_op();
     }
+    thread.stats.add_bytes(bytes);
     thread.stats.add_message(&format!("({found} of {} found)", ctx.workload.num));
     Ok(())
 }
 
 /// YCSB E's scans: seek to a random key, then read the next 1 to 100 entries (uniform).
 pub(crate) fn scan_random(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
     let (mut entries, mut bytes) = (0u64, 0u64);
     for _ in 0..ctx.workload.reads {
         let start = thread.rand.uniform(ctx.flags.num);
@@ -350,7 +521,7 @@ pub(crate) fn delete_seq(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchRe
 /// `k % 100 < percent`), so that after a sequential load every value-log segment holds that
 /// share of garbage: the setup of WiscKey's GC experiment (Figure 13).
 pub(crate) fn delete_fraction(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
     let percent = u64::from(ctx.flags.delete_percent);
     let (start, end) = thread_share(ctx.workload.num, thread.index, ctx.flags.threads);
     for k in (start..end).filter(|k| k % 100 < percent) {
@@ -365,7 +536,7 @@ pub(crate) fn delete_fraction(ctx: &Context<'_>, thread: &mut ThreadState) -> Be
 /// Deletes `--delete_percent` of the keys as `--delete_ranges` range deletes: the first share
 /// of each of that many equal slices of the key space. One operation per range.
 pub(crate) fn delete_ranges(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
-    let (mut start_key, mut end_key) = (KeyBuffer::new(ctx.flags.key_prefix), KeyBuffer::new(ctx.flags.key_prefix));
+    let (mut start_key, mut end_key) = (KeyBuffer::for_flags(ctx.flags), KeyBuffer::for_flags(ctx.flags));
     let ranges = u64::from(ctx.flags.delete_ranges);
     let num = ctx.workload.num;
     let percent = u64::from(ctx.flags.delete_percent);
@@ -397,7 +568,7 @@ pub(crate) fn delete_random(ctx: &Context<'_>, thread: &mut ThreadState) -> Benc
 
 pub(crate) fn do_delete(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> BenchResult<()> {
     let w = ctx.workload;
-    let mut key = KeyBuffer::new(ctx.flags.key_prefix);
+    let mut key = KeyBuffer::for_flags(ctx.flags);
     let batch_len = w.entries_per_batch as u64;
     let mut batch: Vec<Vec<u8>> = Vec::with_capacity(w.entries_per_batch);
     let mut i = 0u64;

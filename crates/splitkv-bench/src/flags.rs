@@ -1,6 +1,7 @@
-//! Command-line flags, parsed the way LevelDB's `db_bench` reads them: every argument is
-//! `--name=value`, booleans take `true|false|1|0` (a bare `--name` means true), and anything
-//! unrecognised is an error naming the offending argument.
+//! Command-line flags, parsed the way `db_bench` (gflags) reads them: `--name=value` or
+//! `--name value` (one dash works too), booleans take `true|false|1|0` after `=`, a bare `--name`
+//! sets a boolean and `--noname` clears it, and anything unrecognised is an error naming the
+//! offending argument.
 //!
 //! Engine tuning flags are `Option`s: `None` means "not given", so each engine keeps its own
 //! defaults (`splitkv::Options::default()`, LevelDB's `Options()`) unless the user overrides them,
@@ -54,8 +55,21 @@ pub struct Flags {
     pub compression_ratio: f64,
     /// Concurrent threads per benchmark; each does the full operation count.
     pub threads: usize,
-    /// Keys per `multireadrandom` call (RocksDB db_bench's `--batch_size`).
+    /// Keys per `multireadrandom` call, and puts or deletes per write batch of the fill and
+    /// delete benchmarks (RocksDB db_bench's `--batch_size`; `fillbatch` always uses 1000).
     pub batch_size: usize,
+    /// Bytes per key, `--key_prefix` included (`None`: 16 digits after the prefix).
+    pub key_size: Option<usize>,
+    /// Seconds the timed benchmarks run for instead of their operation count (0: by count).
+    pub duration: u64,
+    /// Percentage of `readrandomwriterandom` operations that are reads.
+    pub readwritepercent: u8,
+    /// Entries `seekrandom` steps through after each seek.
+    pub seek_nexts: u64,
+    /// Seconds per line of the `--report_file` time series (0: no report).
+    pub report_interval_seconds: f64,
+    /// Where the time series goes: one JSON object per interval and benchmark.
+    pub report_file: PathBuf,
     /// Database directory.
     pub db: PathBuf,
     /// Keep the existing database: fill benchmarks are skipped, nothing is destroyed, and
@@ -150,6 +164,8 @@ pub struct Flags {
     pub prefetch: Option<bool>,
     /// splitkv: threads reading values ahead of iterators (`Options::prefetch_threads`).
     pub prefetch_threads: Option<usize>,
+    /// splitkv: time calls into `Db::stats()`'s latency histograms (`Options::latency_histograms`).
+    pub latency_histograms: Option<bool>,
     /// Compaction picking policy (`--compaction_policy=score|timeslice`).
     pub compaction_policy: Option<PolicyFlag>,
     /// Time slice in milliseconds for the time-slice policy (`--time_slice_ms`).
@@ -187,6 +203,12 @@ impl Default for Flags {
             compression_ratio: 0.5,
             threads: 1,
             batch_size: 1,
+            key_size: None,
+            duration: 0,
+            readwritepercent: 90,
+            seek_nexts: 0,
+            report_interval_seconds: 0.0,
+            report_file: PathBuf::from("report.jsonl"),
             db: std::env::temp_dir().join("splitkvbench"),
             use_existing_db: false,
             drop_os_cache: false,
@@ -232,6 +254,7 @@ impl Default for Flags {
             json: None,
             prefetch: None,
             prefetch_threads: None,
+            latency_histograms: None,
             compaction_policy: None,
             time_slice_ms: 1000,
             dynamic_slice: false,
@@ -254,6 +277,30 @@ impl Flags {
     pub fn ycsb_record_size(&self) -> usize {
         self.ycsb_field_count * self.ycsb_field_length
     }
+
+    /// Bytes of every db_bench key: `--key_size`, or the prefix and 16 digits.
+    pub fn key_size(&self) -> usize {
+        self.key_size.unwrap_or(self.key_prefix + crate::keys::KEY_DIGITS)
+    }
+
+    /// Decimal digits of the key number after the prefix.
+    pub fn key_digits(&self) -> usize {
+        self.key_size() - self.key_prefix
+    }
+
+    /// Checks what single flags cannot: the key size against the prefix and the key count.
+    fn validate(&self) -> Result<(), FlagError> {
+        let Some(size) = self.key_size else { return Ok(()) };
+        // Keys up to `num` itself (range ends) must fit in the digits.
+        let needed = self.num.to_string().len();
+        if size < self.key_prefix + needed {
+            return Err(FlagError::BadValue {
+                arg: format!("--key_size={size}"),
+                expected: "room for --key_prefix and the digits of --num",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Why the command line was rejected.
@@ -261,6 +308,8 @@ impl Flags {
 pub enum FlagError {
     /// The argument is not a known `--name=value` (db_bench's wording: `Invalid flag '...'`).
     Invalid(String),
+    /// A known flag that takes a value was given none (and no argument follows it).
+    MissingValue(String),
     /// A known flag with a value that does not parse.
     BadValue {
         /// The whole argument.
@@ -276,6 +325,7 @@ impl fmt::Display for FlagError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FlagError::Invalid(arg) => write!(f, "Invalid flag '{arg}'"),
+            FlagError::MissingValue(arg) => write!(f, "Invalid flag '{arg}': expected a value"),
             FlagError::BadValue { arg, expected } => write!(f, "Invalid flag '{arg}': expected {expected}"),
             FlagError::HelpRequested => f.write_str(USAGE),
         }
@@ -286,12 +336,16 @@ impl std::error::Error for FlagError {}
 
 /// Help text for `--help`.
 pub const USAGE: &str = "\
-usage: splitkv-bench [--name=value ...]
+usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --benchmarks=LIST         comma-separated, run in order: fillseq fillbatch fillrandom overwrite
                             fillsync fill100K readrandom readmissing readhot readrandomsmall readseq
-                            readreverse seekrandom scanrandom multireadrandom deleterandom deleteseq
+                            readreverse seekrandom scanrandom multireadrandom readwhilewriting
+                            readrandomwriterandom updaterandom deleterandom deleteseq
                             deletefraction compact gc stats
                             ycsb_load ycsb_a ycsb_b ycsb_c ycsb_d ycsb_e ycsb_f
+  --key_size=N (16 + key_prefix)  --duration=SECONDS (0: by count; random writes and reads)
+  --readwritepercent=N (90, readrandomwriterandom)  --seek_nexts=N (0, seekrandom)
+  --report_interval_seconds=S (0: off)  --report_file=FILE (report.jsonl; JSON lines)
   --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
   --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
   --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb|rocksdb  --json=FILE
@@ -299,7 +353,8 @@ usage: splitkv-bench [--name=value ...]
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
   --delete_percent=N (50, for deletefraction and deleterange)  --delete_ranges=N (100)
-  --batch_size=N (1, keys per multireadrandom call)  --partitions=N (1, equal key ranges; splitkv)
+  --batch_size=N (1: keys per multireadrandom call, writes per fill/delete batch)
+  --partitions=N (1, equal key ranges; splitkv)
   --index=lsm|hash  --hash_capacity=N (--num)  --hash_shards=N (1)                 (splitkv)
   --index_kind=binary|learned|adaptive (SSTable index blocks; binary)             (splitkv)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
@@ -309,6 +364,7 @@ usage: splitkv-bench [--name=value ...]
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
   --ycsb_field_count=N (10)  --ycsb_field_length=N (100)
   --prefetch=BOOL  --prefetch_threads=N (splitkv iterator read-ahead)
+  --latency_histograms=BOOL (splitkv: time calls for Db::stats(); default true)
   --drop_os_cache=BOOL      evict the database from the OS page cache before each benchmark
                             that reuses it (close, fdatasync + POSIX_FADV_DONTNEED, reopen)
 
@@ -327,26 +383,48 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<str>,
 {
+    let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
     let mut flags = Flags::default();
-    for arg in args {
-        apply(&mut flags, arg.as_ref())?;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let invalid = || FlagError::Invalid(arg.clone());
+        let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).ok_or_else(invalid)?;
+        if body == "help" {
+            return Err(FlagError::HelpRequested);
+        }
+        if let Some((name, value)) = body.split_once('=') {
+            apply(&mut flags, arg, name, Some(value))?;
+            continue;
+        }
+        match apply(&mut flags, arg, body, None) {
+            // gflags: a flag that needs a value takes the next argument.
+            Err(FlagError::MissingValue(_)) => {
+                let value = rest.next().ok_or_else(invalid)?;
+                apply(&mut flags, &format!("{arg} {value}"), body, Some(value))?;
+            }
+            // gflags: `--noname` clears boolean `name`.
+            Err(FlagError::Invalid(_)) if body.strip_prefix("no").is_some_and(is_boolean) => {
+                apply(&mut flags, arg, &body[2..], Some("false"))?;
+            }
+            other => other?,
+        }
     }
+    flags.validate()?;
     Ok(flags)
 }
 
-fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
+/// True if flag `name` is a boolean (it takes no value).
+fn is_boolean(name: &str) -> bool {
+    apply(&mut Flags::default(), name, name, None).is_ok()
+}
+
+/// Sets flag `name` from `value` (`None`: the flag was given bare); `arg` is the argument as
+/// written, for error messages.
+fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Result<(), FlagError> {
     let invalid = || FlagError::Invalid(arg.to_owned());
-    let body = arg.strip_prefix("--").ok_or_else(invalid)?;
-    if body == "help" {
-        return Err(FlagError::HelpRequested);
-    }
-    let (name, value) = match body.split_once('=') {
-        Some((name, value)) => (name, Some(value)),
-        None => (body, None),
-    };
     let bad = |expected| FlagError::BadValue { arg: arg.to_owned(), expected };
-    // Only booleans may omit `=value`.
-    let text = || value.ok_or_else(invalid);
+    // Only booleans may go without a value.
+    let text = || value.ok_or_else(|| FlagError::MissingValue(arg.to_owned()));
     let number = |expected| -> Result<u64, FlagError> { text()?.parse::<u64>().map_err(|_| bad(expected)) };
     let size = || -> Result<usize, FlagError> {
         usize::try_from(number("a non-negative integer")?).map_err(|_| bad("a size"))
@@ -375,6 +453,18 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         }
         "threads" => flags.threads = Some(size()?).filter(|t| *t >= 1).ok_or_else(|| bad("at least 1"))?,
         "batch_size" => flags.batch_size = Some(size()?).filter(|n| *n >= 1).ok_or_else(|| bad("at least 1"))?,
+        "key_size" => flags.key_size = Some(Some(size()?).filter(|n| *n >= 1).ok_or_else(|| bad("at least 1"))?),
+        "duration" => flags.duration = number("seconds")?,
+        "readwritepercent" => {
+            flags.readwritepercent =
+                u8::try_from(number("a percentage")?).ok().filter(|p| *p <= 100).ok_or_else(|| bad("a percentage"))?
+        }
+        "seek_nexts" => flags.seek_nexts = number("a count")?,
+        "report_interval_seconds" => {
+            flags.report_interval_seconds =
+                text()?.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).ok_or_else(|| bad("seconds"))?
+        }
+        "report_file" => flags.report_file = PathBuf::from(text()?),
         "db" => flags.db = PathBuf::from(text()?),
         "use_existing_db" => flags.use_existing_db = boolean()?,
         "drop_os_cache" => flags.drop_os_cache = boolean()?,
@@ -429,6 +519,7 @@ fn apply(flags: &mut Flags, arg: &str) -> Result<(), FlagError> {
         "hash_shards" => flags.hash_shards = Some(size()?),
         "prefetch" => flags.prefetch = Some(boolean()?),
         "prefetch_threads" => flags.prefetch_threads = Some(size()?),
+        "latency_histograms" => flags.latency_histograms = Some(boolean()?),
         "delete_ranges" => {
             flags.delete_ranges =
                 u32::try_from(number("a count")?).ok().filter(|n| *n > 0).ok_or_else(|| bad("a positive count"))?
@@ -587,6 +678,7 @@ mod tests {
         assert!(parse(["--drop_os_cache=true"]).unwrap().drop_os_cache);
         assert!(!parse(["--drop_os_cache=0"]).unwrap().drop_os_cache);
         assert!(parse(["--prefetch=maybe"]).is_err());
+        assert_eq!(parse(["--nolatency_histograms"]).unwrap().latency_histograms, Some(false));
     }
 
     #[test]
@@ -671,6 +763,57 @@ mod tests {
         assert!(parse(["--compaction_policy=fifo"]).is_err());
         assert!(parse(["--slice_drain_percent=101"]).is_err());
         assert!(parse(["--max_background_compactions=0"]).is_err());
+    }
+
+    #[test]
+    fn gflags_forms_space_separated_values_and_noname() {
+        let f =
+            parse(["--num", "5000", "--benchmarks", "fillrandom,readrandom", "--reads", "-1", "-threads=3"]).unwrap();
+        assert_eq!((f.num, f.reads, f.threads), (5000, -1, 3));
+        assert_eq!(f.benchmarks, ["fillrandom", "readrandom"]);
+        // `--noname` clears a boolean, `--name` sets it; the last one given wins.
+        let f = parse(["--sync", "--nosync", "--histogram", "--nouse_existing_db"]).unwrap();
+        assert!(!f.sync && f.histogram && !f.use_existing_db);
+        assert!(parse(["--nosync", "--sync"]).unwrap().sync);
+        // A boolean takes no separate value: a following word is an argument of its own.
+        assert_eq!(parse(["--sync", "true"]).unwrap_err(), FlagError::Invalid("true".into()));
+        // `no` before a flag that is not a boolean is not a flag.
+        assert_eq!(parse(["--nonum"]).unwrap_err(), FlagError::Invalid("--nonum".into()));
+        assert_eq!(parse(["--nosuchflag"]).unwrap_err(), FlagError::Invalid("--nosuchflag".into()));
+        // A value taken from the next argument is checked like any other.
+        assert!(matches!(parse(["--num", "ten"]), Err(FlagError::BadValue { .. })));
+        assert_eq!(parse(["--num", "5", "--db", "/x"]).unwrap().db, PathBuf::from("/x"));
+    }
+
+    #[test]
+    fn workload_flags_of_the_parity_benchmarks() {
+        let f = parse([
+            "--key_size=20",
+            "--duration=5",
+            "--readwritepercent=70",
+            "--seek_nexts=10",
+            "--report_interval_seconds=0.5",
+            "--report_file=/tmp/r.jsonl",
+            "--batch_size=8",
+        ])
+        .unwrap();
+        assert_eq!((f.key_size(), f.key_digits(), f.duration, f.readwritepercent, f.seek_nexts), (20, 20, 5, 70, 10));
+        assert_eq!(
+            (f.report_interval_seconds, f.report_file.clone(), f.batch_size),
+            (0.5, PathBuf::from("/tmp/r.jsonl"), 8)
+        );
+        let defaults = Flags::default();
+        assert_eq!(
+            (defaults.key_size(), defaults.duration, defaults.readwritepercent, defaults.seek_nexts),
+            (16, 0, 90, 0)
+        );
+        assert_eq!(parse(["--key_prefix=4"]).unwrap().key_size(), 20, "the prefix comes on top of 16 digits");
+        assert_eq!(parse(["--key_prefix=4", "--key_size=12"]).unwrap().key_digits(), 8);
+        // Keys must have room for every key number.
+        assert!(matches!(parse(["--key_size=6"]), Err(FlagError::BadValue { .. })), "1000000 needs 7 digits");
+        assert!(parse(["--key_size=6", "--num=999999"]).is_ok());
+        assert!(matches!(parse(["--readwritepercent=101"]), Err(FlagError::BadValue { .. })));
+        assert!(matches!(parse(["--report_interval_seconds=-1"]), Err(FlagError::BadValue { .. })));
     }
 
     #[test]

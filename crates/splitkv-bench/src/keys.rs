@@ -1,12 +1,12 @@
 //! Keys and the random numbers that choose them, bit-for-bit as LevelDB's `db_bench` makes them.
 //!
 //! Keys are `--key_prefix` bytes of `a` followed by the key number printed as 16 zero-padded
-//! decimal digits (`printf("%016d")`). Random key numbers come from [`LevelDbRandom`], the
+//! decimal digits (`printf("%016d")`), or as many as `--key_size` leaves after the prefix. Random key numbers come from [`LevelDbRandom`], the
 //! Park-Miller generator of LevelDB's `util/random.h`, seeded the same way per thread; so a run
 //! here touches exactly the keys a `db_bench` run with the same flags touches, and "found" counts
 //! are comparable across tools. Both types are per-thread state, not shared.
 
-/// Width of the decimal key number.
+/// Width of the decimal key number without `--key_size`.
 pub const KEY_DIGITS: usize = 16;
 
 /// LevelDB's `Random`: a multiplicative congruential generator (`seed * 16807 mod 2^31-1`).
@@ -53,11 +53,16 @@ pub struct KeyBuffer {
 }
 
 impl KeyBuffer {
-    /// A buffer for keys with `prefix_len` leading `a` bytes.
-    pub fn new(prefix_len: usize) -> Self {
-        let mut bytes = vec![b'a'; prefix_len + KEY_DIGITS];
+    /// A buffer for keys with `prefix_len` leading `a` bytes and a `digits`-digit number.
+    pub fn new(prefix_len: usize, digits: usize) -> Self {
+        let mut bytes = vec![b'a'; prefix_len + digits];
         bytes[prefix_len..].fill(b'0');
         KeyBuffer { bytes, prefix_len }
+    }
+
+    /// A buffer for the keys `flags` describe (`--key_prefix`, `--key_size`).
+    pub fn for_flags(flags: &crate::flags::Flags) -> Self {
+        KeyBuffer::new(flags.key_prefix, flags.key_digits())
     }
 
     /// Makes the buffer hold key number `k` and returns the key.
@@ -68,7 +73,7 @@ impl KeyBuffer {
             *d = b'0' + (rest % 10) as u8;
             rest /= 10;
         }
-        debug_assert_eq!(rest, 0, "key numbers are below 2^31, which needs 10 digits");
+        debug_assert_eq!(rest, 0, "--key_size is checked to hold every key number");
         &self.bytes
     }
 
@@ -84,7 +89,7 @@ mod tests {
 
     #[test]
     fn keys_are_sixteen_zero_padded_digits() {
-        let mut key = KeyBuffer::new(0);
+        let mut key = KeyBuffer::new(0, KEY_DIGITS);
         assert_eq!(key.set(0), b"0000000000000000");
         assert_eq!(key.set(42), format!("{:016}", 42).as_bytes());
         assert_eq!(key.set(2_147_483_646), b"0000002147483646");
@@ -95,8 +100,17 @@ mod tests {
 
     #[test]
     fn key_prefix_is_letters_a() {
-        let mut key = KeyBuffer::new(3);
+        let mut key = KeyBuffer::new(3, KEY_DIGITS);
         assert_eq!(key.set(12), b"aaa0000000000000012");
+    }
+
+    #[test]
+    fn key_size_sets_the_digits() {
+        let mut key = KeyBuffer::new(2, 6);
+        assert_eq!(key.set(42), b"aa000042");
+        assert_eq!(key.len(), 8);
+        let mut key = KeyBuffer::new(0, 24);
+        assert_eq!(key.set(7), format!("{:024}", 7).as_bytes());
     }
 
     #[test]

@@ -22,6 +22,7 @@
 mod benchmarks;
 mod engines;
 mod flags;
+mod interval_report;
 mod keys;
 mod plot;
 mod progress;
@@ -31,7 +32,9 @@ mod values;
 mod ycsb;
 
 use std::process::ExitCode;
-use std::sync::Barrier;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use benchmarks::{expected_ops, plan, Context, LiveSet, Method, Plan, ThreadState, Tracking, Workload};
 use engines::{BenchResult, Engine};
@@ -50,6 +53,8 @@ struct Runner<'f> {
     tracking: Tracking,
     results: Vec<Metrics>,
     after_close: Option<AfterClose>,
+    /// The `--report_interval_seconds` time series file, when asked for.
+    report_file: Option<interval_report::ReportFile>,
 }
 
 /// The database's footprint once the engine has closed (everything buffered is on disk).
@@ -90,13 +95,14 @@ impl<'f> Runner<'f> {
             },
             results: Vec::new(),
             after_close: None,
+            report_file: None,
         }
     }
 
     fn run(&mut self) -> BenchResult<()> {
         engines::ensure_built_in(self.flags)?;
         eprint!("{}", report::format_environment(&engines::version_line(self.flags)));
-        let key_size = keys::KEY_DIGITS + self.flags.key_prefix;
+        let key_size = self.flags.key_size();
         print!(
             "{}",
             report::format_header(key_size, self.flags.value_size, self.flags.compression_ratio, self.flags.num)
@@ -105,13 +111,17 @@ impl<'f> Runner<'f> {
             engines::destroy(self.flags)?;
         }
         self.engine = Some(engines::open(self.flags)?);
+        if self.flags.report_interval_seconds > 0.0 {
+            self.report_file = Some(interval_report::create(&self.flags.report_file)?);
+        }
 
         for (position, name) in self.flags.benchmarks.iter().enumerate() {
             let mut workload = Workload {
                 num: u64::from(self.flags.num),
                 reads: self.flags.reads_per_thread(),
                 value_size: self.flags.value_size,
-                entries_per_batch: 1,
+                // RocksDB's db_bench: `--batch_size` writes per batch (`fillbatch` says 1000).
+                entries_per_batch: self.flags.batch_size,
                 sync: self.flags.sync,
             };
             let Some(Plan { mut method, fresh_db, ycsb }) = plan(name, &mut workload) else {
@@ -136,7 +146,12 @@ impl<'f> Runner<'f> {
                 println!("\n{}", self.engine_stats());
             }
             if let Some(method) = method {
-                let threads = if ycsb.is_some() { self.flags.ycsb_threads } else { self.flags.threads };
+                let threads = match (ycsb.is_some(), name.as_str()) {
+                    (true, _) => self.flags.ycsb_threads,
+                    // db_bench adds the writer to the readers.
+                    (false, "readwhilewriting") => self.flags.threads + 1,
+                    (false, _) => self.flags.threads,
+                };
                 let ordinal = position + 1;
                 let (line, metrics) = self.run_benchmark(name, ordinal, method, workload, threads, ycsb.flatten())?;
                 println!("{line}");
@@ -235,7 +250,24 @@ impl<'f> Runner<'f> {
                 self.flags.seed.wrapping_add(self.total_thread_count)
             })
             .collect();
-        let ctx = Context { engine, flags: self.flags, workload, threads, ycsb_workload, tracking: &self.tracking };
+        let ctx = Context {
+            engine,
+            flags: self.flags,
+            workload,
+            threads,
+            ycsb_workload,
+            tracking: &self.tracking,
+            finished_readers: AtomicUsize::new(0),
+        };
+        let reporter = match &self.report_file {
+            Some(file) => Some(interval_report::Reporter::start(
+                name,
+                Duration::from_secs_f64(self.flags.report_interval_seconds),
+                Arc::clone(file),
+            )?),
+            None => None,
+        };
+        let live = reporter.as_ref().map(interval_report::Reporter::live);
         let counters_before = engine.write_counters();
         let os_bytes_before = report::os_write_bytes();
         // Level samples from before this benchmark (an earlier one, the open) are not its own.
@@ -249,13 +281,14 @@ impl<'f> Runner<'f> {
                 .map(|(index, &seed)| {
                     let (ctx, start_together) = (&ctx, &start_together);
                     let progress = progress.clone();
+                    let live = live.clone();
                     scope.spawn(move || {
                         start_together.wait();
                         let mut thread = ThreadState {
                             index,
                             rand: LevelDbRandom::new(seed),
                             ycsb_rand: SplitMix64::new(u64::from(seed)),
-                            stats: OpStats::start(ctx.flags.histogram, progress),
+                            stats: OpStats::start(ctx.flags.histogram, progress).with_live(live),
                         };
                         let outcome = method(ctx, &mut thread);
                         thread.stats.stop();
@@ -270,16 +303,18 @@ impl<'f> Runner<'f> {
         });
         // Cleared before anything else is printed, whether the benchmark succeeded or not.
         progress.finish();
-        let level_samples = engine.take_level_samples();
-        let mut merged: Option<OpStats> = None;
-        for result in results {
-            let stats = result?;
-            match &mut merged {
-                Some(total) => total.merge(&stats),
-                None => merged = Some(stats),
-            }
+        if let Some(reporter) = reporter {
+            reporter.finish()?;
         }
-        let merged = merged.ok_or("no benchmark threads ran")?;
+        let level_samples = engine.take_level_samples();
+        let mut all = results.into_iter().collect::<BenchResult<Vec<OpStats>>>()?;
+        // The report is the measured threads'; helpers (a background writer) only add bytes.
+        all.sort_by_key(OpStats::is_excluded);
+        let mut all = all.into_iter();
+        let mut merged = all.next().filter(|s| !s.is_excluded()).ok_or("no benchmark threads ran")?;
+        for stats in all {
+            merged.merge(&stats);
+        }
         let mut metrics = merged.summary(name);
         self.add_engine_metrics(&mut metrics, counters_before, os_bytes_before);
         self.plot(name, ordinal, &merged, &level_samples)?;
@@ -387,6 +422,9 @@ mod tests {
             "deleteseq",
             "compact",
             "stats",
+            "readwhilewriting",
+            "readrandomwriterandom",
+            "updaterandom",
         ] {
             assert!(plan(name, &mut workload()).is_some_and(|p| !p.fresh_db), "{name}");
         }
@@ -461,6 +499,73 @@ mod tests {
         let _ = std::fs::remove_file(&json);
     }
 
+    #[test]
+    fn parity_workloads_run_on_splitkv_with_a_time_series_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("report.jsonl");
+        let flags = flags::parse([
+            format!("--db={}", dir.path().join("db").display()),
+            format!("--report_file={}", report.display()),
+            "--report_interval_seconds=0.01".to_owned(),
+            "--benchmarks=fillrandom,readwhilewriting,readrandomwriterandom,updaterandom,seekrandom".to_owned(),
+            "--num=2000".to_owned(),
+            "--reads=300".to_owned(),
+            "--threads=2".to_owned(),
+            "--seek_nexts=5".to_owned(),
+            "--key_size=20".to_owned(),
+            "--batch_size=4".to_owned(),
+            "--readwritepercent=50".to_owned(),
+        ])
+        .unwrap();
+        let mut runner = Runner::new(&flags);
+        runner.run().unwrap();
+        let by_name = |n: &str| runner.results.iter().find(|m| m.name == n).unwrap_or_else(|| panic!("{n} ran"));
+        // Two threads each fill 2000 keys in batches of 4.
+        assert_eq!(by_name("fillrandom").ops, 4000);
+        // Two readers; the writer's operations are not counted, its bytes are.
+        let rww = by_name("readwhilewriting");
+        assert_eq!(rww.ops, 600);
+        assert!(rww.user_bytes_written > 0, "the writer wrote while the readers read");
+        let mixed = by_name("readrandomwriterandom");
+        assert_eq!(mixed.ops, 600);
+        assert!(mixed.message.contains("reads:") && mixed.message.contains("writes:"), "{}", mixed.message);
+        let update = by_name("updaterandom");
+        assert_eq!(update.ops, 600);
+        assert_eq!(update.user_bytes_written, 600 * (20 + 100));
+        let seek = by_name("seekrandom");
+        assert_eq!(seek.ops, 600);
+        assert!(seek.mb_per_sec > 0.0, "seeks read their next entries");
+        // The time series: one JSON object per line, every benchmark, intervals that add up.
+        let lines: Vec<serde_json::Value> =
+            std::fs::read_to_string(&report).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        for name in ["fillrandom", "readwhilewriting", "readrandomwriterandom", "updaterandom", "seekrandom"] {
+            let mine: Vec<&serde_json::Value> = lines.iter().filter(|l| l["benchmark"] == name).collect();
+            let total: u64 = mine.iter().map(|l| l["interval_ops"].as_u64().unwrap_or(0)).sum();
+            assert_eq!(total, by_name(name).ops, "{name}: {mine:?}");
+            assert!(mine.iter().all(|l| l["p99_micros"].is_number() && l["ops_per_sec"].is_number()));
+        }
+    }
+
+    #[test]
+    fn duration_bounds_a_benchmark_by_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = flags::parse([
+            format!("--db={}", dir.path().join("db").display()),
+            "--benchmarks=fillseq,readrandom".to_owned(),
+            "--num=1000".to_owned(),
+            "--reads=10".to_owned(),
+            "--duration=1".to_owned(),
+        ])
+        .unwrap();
+        let mut runner = Runner::new(&flags);
+        runner.run().unwrap();
+        // fillseq is not timed; readrandom runs its second, not its 10 reads.
+        assert_eq!(runner.results[0].ops, 1000);
+        let read = &runner.results[1];
+        assert!(read.seconds >= 1.0, "{}", read.seconds);
+        assert!(read.ops > 10, "{}", read.ops);
+    }
+
     #[cfg(feature = "plot")]
     #[test]
     fn plot_flag_writes_charts_per_benchmark() {
@@ -495,6 +600,12 @@ mod tests {
         assert_eq!(expected_ops("ycsb_load", &w, 2, &flags), Some(50));
         assert_eq!(expected_ops("ycsb_a", &w, 2, &flags), Some(70));
         assert_eq!(expected_ops("compact", &w, 1, &flags), None);
+        // The writer of readwhilewriting is not counted.
+        assert_eq!(expected_ops("readwhilewriting", &w, 3, &flags), Some(600));
+        assert_eq!(expected_ops("updaterandom", &w, 1, &flags), Some(300));
+        let timed = flags::parse(["--duration=3"]).unwrap();
+        assert_eq!(expected_ops("readrandom", &w, 1, &timed), None);
+        assert_eq!(expected_ops("fillseq", &w, 1, &timed), Some(1000), "sequential fills are not timed");
     }
 
     #[test]

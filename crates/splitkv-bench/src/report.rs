@@ -11,11 +11,13 @@
 //! db_bench: micros/op is the sum of per-thread elapsed time over all operations; MB/s uses the
 //! wall time from the first start to the last finish.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::interval_report::LiveReport;
 use crate::progress::Progress;
 
 /// Width db_bench pads benchmark names to.
@@ -50,6 +52,11 @@ pub struct OpStats {
     interval_ops: Vec<u64>,
     current_interval_ops: u64,
     next_interval_at: Instant,
+    /// The `--report_interval_seconds` time series, fed per operation when it is on.
+    live: Option<Arc<LiveReport>>,
+    /// A helper thread's measurements (the writer of `readwhilewriting`): only its user bytes
+    /// are merged, as db_bench leaves its background writer out of the report.
+    excluded: bool,
 }
 
 impl OpStats {
@@ -75,7 +82,25 @@ impl OpStats {
             interval_ops: Vec::new(),
             current_interval_ops: 0,
             next_interval_at: now + THROUGHPUT_INTERVAL,
+            live: None,
+            excluded: false,
         }
+    }
+
+    /// Also records every operation into `live` (the interval report).
+    pub fn with_live(mut self, live: Option<Arc<LiveReport>>) -> Self {
+        self.live = live;
+        self
+    }
+
+    /// Leaves these measurements out of the merged report (only user bytes are merged).
+    pub fn exclude_from_merge(&mut self) {
+        self.excluded = true;
+    }
+
+    /// True for a helper thread's measurements (see [`OpStats::exclude_from_merge`]).
+    pub fn is_excluded(&self) -> bool {
+        self.excluded
     }
 
     /// Stops the clock.
@@ -113,6 +138,9 @@ impl OpStats {
         // `record` grows the histogram; only values beyond its absolute limit are clamped.
         if self.latencies_nanos.record(nanos_u64).is_err() {
             self.latencies_nanos.saturating_record(nanos_u64);
+        }
+        if let Some(live) = &self.live {
+            live.record(n, nanos_u64);
         }
         let micros = nanos as f64 / 1000.0;
         if micros > LONG_OP_MICROS && self.print_histogram {
@@ -154,8 +182,12 @@ impl OpStats {
         self.done
     }
 
-    /// Folds another thread's measurements into these.
+    /// Folds another thread's measurements into these (only its user bytes if it is excluded).
     pub fn merge(&mut self, other: &OpStats) {
+        if other.excluded {
+            self.user_bytes_written += other.user_bytes_written;
+            return;
+        }
         // Both histograms auto-resize, so adding cannot fail for range reasons.
         let _ = self.latencies_nanos.add(&other.latencies_nanos);
         self.done += other.done;

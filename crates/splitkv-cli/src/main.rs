@@ -25,6 +25,7 @@ macro_rules! outln {
 mod commands;
 mod format;
 mod hex;
+mod pairs;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,8 +44,8 @@ struct Cli {
     /// Machine-readable JSON output (info, verify, dump, scan, stats).
     #[arg(long, global = true)]
     json: bool,
-    /// The keyspace that get, put, delete and scan address (put creates it); default: the
-    /// database's default keyspace.
+    /// The keyspace that get, put, batchput, delete, deleterange, scan, export and import
+    /// address (put, batchput and import create it); default: the database's default keyspace.
     #[arg(long, global = true, value_name = "NAME")]
     keyspace: Option<String>,
     #[command(subcommand)]
@@ -78,11 +79,43 @@ enum Command {
         #[arg(long)]
         to: Option<String>,
         /// Most entries to list.
-        #[arg(long)]
+        #[arg(long = "max_keys", visible_aliases = ["max-keys", "limit"])]
         limit: Option<usize>,
         /// List keys only.
         #[arg(long)]
         keys_only: bool,
+        /// List from the last key of the range down to the first.
+        #[arg(long)]
+        reverse: bool,
+    },
+    /// Set every KEY to its VALUE in one atomic batch; creates DB if there is none.
+    Batchput {
+        db: PathBuf,
+        /// KEY VALUE [KEY VALUE ...]
+        #[arg(required = true, num_args = 2..)]
+        pairs: Vec<String>,
+        /// Index of a database this command creates [default: lsm].
+        #[arg(long, value_enum)]
+        index: Option<IndexChoice>,
+    },
+    /// Remove every key in [FROM, TO) with one range delete.
+    Deleterange { db: PathBuf, from: String, to: String },
+    /// Print a named property of the database (`splitkv.stats`, `splitkv.levelstats`,
+    /// `splitkv.estimate-num-keys`, `splitkv.approximate-sizes[:START:END]`, ...); exit 1 if
+    /// there is no such property.
+    #[command(name = "get_property", alias = "get-property")]
+    GetProperty { db: PathBuf, name: String },
+    /// Write every key-value pair to FILE in the portable pairs format (docs/format/export.md).
+    Export { db: PathBuf, file: PathBuf },
+    /// Check FILE (a pairs file from `export`) whole, then write its pairs; creates DB if there
+    /// is none.
+    #[command(alias = "load")]
+    Import {
+        db: PathBuf,
+        file: PathBuf,
+        /// Index of a database this command creates [default: lsm].
+        #[arg(long, value_enum)]
+        index: Option<IndexChoice>,
     },
     /// List the database's keyspaces, one name a line.
     Keyspaces { db: PathBuf },
@@ -136,11 +169,16 @@ fn main() -> ExitCode {
         Command::Get { db, key } => commands::kv::get(&db, keyspace, &key, out),
         Command::Put { db, key, value, index } => commands::kv::put(&db, keyspace, &key, value.as_deref(), index, out),
         Command::Delete { db, key } => commands::kv::delete(&db, keyspace, &key, out),
-        Command::Scan { db, from, to, limit, keys_only } => {
-            let scan = commands::kv::ScanArgs { keyspace, from, to, limit, keys_only };
+        Command::Scan { db, from, to, limit, keys_only, reverse } => {
+            let scan = commands::kv::ScanArgs { keyspace, from, to, limit, keys_only, reverse };
             commands::kv::scan(&db, &scan, out)
         }
         Command::Keyspaces { db } => commands::kv::keyspaces(&db, out),
+        Command::Batchput { db, pairs, index } => commands::kv::batchput(&db, keyspace, &pairs, index, out),
+        Command::Deleterange { db, from, to } => commands::kv::deleterange(&db, keyspace, &from, &to, out),
+        Command::GetProperty { db, name } => commands::property::get_property(&db, &name, out),
+        Command::Export { db, file } => commands::transfer::export(&db, keyspace, &file, out),
+        Command::Import { db, file, index } => commands::transfer::import(&db, keyspace, &file, index, out),
         Command::Info { db } => commands::info::run(&db, out),
         Command::Verify { db, files_only } => commands::verify::run(&db, files_only, out),
         Command::Dump { what: Some(DumpTarget::Sst { file }), .. } => commands::dump::sst(&file, out),

@@ -8,6 +8,8 @@
 //! HASHINDEX          the persistent hash table (hash index mode)
 //! OPTIONS            the options of the last read-write open (docs/format/options.md)
 //! LOCK               held while the database is open
+//! LOG                what the engine did (text, see docs/format/log.md)
+//! LOG.old.N          rotated LOGs, 1 the newest
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -35,6 +37,8 @@ pub enum FileKind {
     Options,
     /// A temporary file (`*.tmp`).
     Temp,
+    /// `LOG` or a rotated `LOG.old.N`: the information log.
+    InfoLog,
 }
 
 /// `dir/CURRENT`.
@@ -72,6 +76,16 @@ pub fn options_file(dir: &Path) -> PathBuf {
     dir.join("OPTIONS")
 }
 
+/// `dir/LOG`.
+pub fn info_log_file(dir: &Path) -> PathBuf {
+    dir.join("LOG")
+}
+
+/// `dir/LOG.old.N`: the `n`th newest rotated LOG.
+pub fn old_info_log_file(dir: &Path, n: usize) -> PathBuf {
+    dir.join(format!("LOG.old.{n}"))
+}
+
 /// `dir/NAME.tmp`.
 pub fn temp_file(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.tmp"))
@@ -90,6 +104,9 @@ pub fn parse_file_name(name: &str) -> Option<FileKind> {
     }
     if name == "OPTIONS" {
         return Some(FileKind::Options);
+    }
+    if name == "LOG" || name.strip_prefix("LOG.old.").is_some_and(|n| n.parse::<u64>().is_ok()) {
+        return Some(FileKind::InfoLog);
     }
     if name.ends_with(".tmp") {
         return Some(FileKind::Temp);
@@ -134,5 +151,8 @@ mod tests {
         assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));
         assert_eq!(parse_file_name(&name(options_file(d))), Some(FileKind::Options));
         assert_eq!(parse_file_name("notes.txt"), None);
+        assert_eq!(parse_file_name("LOG"), Some(FileKind::InfoLog));
+        assert_eq!(parse_file_name(&name(old_info_log_file(d, 3))), Some(FileKind::InfoLog));
+        assert_eq!(parse_file_name("LOG.old.x"), None);
     }
 }

@@ -9,6 +9,9 @@
 //! - `version`: MANIFEST, version edits, the current set of SSTables and segments.
 //! - `sstable`: blocks, filters, index blocks, table and block caches.
 //! - [`fs`]: the one I/O boundary.
+//!
+//! What the engine does in the background is reported as `tracing` events (target `splitkv`)
+//! and written to the database's `LOG` file ([`info_log`]); the library prints nothing.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -20,6 +23,7 @@ pub mod error;
 pub mod filenames;
 pub mod fs;
 pub mod index;
+pub mod info_log;
 pub mod iter;
 pub mod memtable;
 pub mod options;

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::filenames::{options_file, temp_file};
 use crate::fs::{FileSystem, OsFileSystem};
+use crate::info_log::InfoLogOptions;
 use crate::options::{CompactionPolicyKind, CompressionType, GcPolicyKind, IndexBlockKind, IndexKind, Options};
 
 /// Version of the `OPTIONS` format written by this code; readers refuse newer ones.
@@ -84,6 +85,15 @@ struct StoredOptions {
     index_block_kind: StoredIndexBlockKind,
     paranoid_checks: bool,
     prefetch_threads: usize,
+    info_log: StoredInfoLog,
+    latency_histograms: bool,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+struct StoredInfoLog {
+    enabled: bool,
+    max_file_size: u64,
+    keep_old_files: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,6 +183,8 @@ impl From<&Options> for StoredOptions {
             index_block_kind,
             paranoid_checks,
             prefetch_threads,
+            info_log,
+            latency_histograms,
         } = o;
         StoredOptions {
             index: match *index {
@@ -229,6 +241,12 @@ impl From<&Options> for StoredOptions {
             },
             paranoid_checks: *paranoid_checks,
             prefetch_threads: *prefetch_threads,
+            info_log: StoredInfoLog {
+                enabled: info_log.enabled,
+                max_file_size: info_log.max_file_size,
+                keep_old_files: info_log.keep_old_files,
+            },
+            latency_histograms: *latency_histograms,
         }
     }
 }
@@ -301,6 +319,12 @@ impl StoredOptions {
             },
             paranoid_checks: self.paranoid_checks,
             prefetch_threads: self.prefetch_threads,
+            info_log: InfoLogOptions {
+                enabled: self.info_log.enabled,
+                max_file_size: self.info_log.max_file_size,
+                keep_old_files: self.info_log.keep_old_files,
+            },
+            latency_histograms: self.latency_histograms,
         })
     }
 
@@ -468,6 +492,8 @@ mod tests {
             index: IndexKind::Hash { capacity: 1 << 33, shards: 3 },
             index_block_kind: IndexBlockKind::Adaptive,
             paranoid_checks: true,
+            info_log: InfoLogOptions { enabled: false, max_file_size: 12345, keep_old_files: 2 },
+            latency_histograms: false,
             ..Options::default()
         }
     }

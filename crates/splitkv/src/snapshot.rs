@@ -2,27 +2,55 @@
 //!
 //! A [`Snapshot`] is a cheap handle; while any clone is alive its sequence number is registered
 //! in the database's [`SnapshotList`], and compaction keeps every version a registered snapshot
-//! can see. Dropping the last clone unregisters it.
+//! can see. Dropping the last clone unregisters it. Iterators register one too (unless they read
+//! at an explicit snapshot), since they pin what they may still read the same way.
+//!
+//! The list also keeps when each sequence number was first registered, for the
+//! `splitkv.oldest-snapshot-time` property.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 
 use crate::types::SequenceNumber;
 
+/// How many handles hold one sequence number, and since when (seconds since the Unix epoch).
+struct Registered {
+    count: usize,
+    since: u64,
+}
+
 /// Registered snapshot sequence numbers with their reference counts.
 #[derive(Default)]
 pub struct SnapshotList {
-    seqs: Mutex<BTreeMap<SequenceNumber, usize>>,
+    seqs: Mutex<BTreeMap<SequenceNumber, Registered>>,
 }
 
 impl SnapshotList {
     /// Registers a snapshot at `seq`.
     pub fn acquire(self: &Arc<Self>, seq: SequenceNumber) -> Snapshot {
-        *self.seqs.lock().entry(seq).or_insert(0) += 1;
+        self.seqs
+            .lock()
+            .entry(seq)
+            .or_insert_with(|| {
+                let since = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                Registered { count: 0, since }
+            })
+            .count += 1;
         Snapshot { inner: Arc::new(SnapshotInner { seq, list: Arc::clone(self) }) }
+    }
+
+    /// Snapshots registered now (each live handle, iterators' included).
+    pub fn count(&self) -> usize {
+        self.seqs.lock().values().map(|r| r.count).sum()
+    }
+
+    /// When the oldest registered snapshot was taken, in seconds since the Unix epoch.
+    pub fn oldest_time(&self) -> Option<u64> {
+        self.seqs.lock().values().map(|r| r.since).min()
     }
 
     /// The oldest registered snapshot, if any.
@@ -37,9 +65,9 @@ impl SnapshotList {
 
     fn release(&self, seq: SequenceNumber) {
         let mut seqs = self.seqs.lock();
-        if let Some(count) = seqs.get_mut(&seq) {
-            *count -= 1;
-            if *count == 0 {
+        if let Some(registered) = seqs.get_mut(&seq) {
+            registered.count -= 1;
+            if registered.count == 0 {
                 seqs.remove(&seq);
             }
         }
@@ -73,5 +101,25 @@ impl Snapshot {
 impl fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Snapshot").field("sequence", &self.inner.seq).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_counts_live_handles_and_knows_the_oldest_time() {
+        let list = Arc::new(SnapshotList::default());
+        assert_eq!((list.count(), list.oldest_time()), (0, None));
+        let a = list.acquire(SequenceNumber(5));
+        let b = list.acquire(SequenceNumber(5));
+        let c = a.clone();
+        let d = list.acquire(SequenceNumber(9));
+        assert_eq!(list.count(), 3, "a clone shares its handle's registration");
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        assert!(list.oldest_time().is_some_and(|t| t <= now && t + 60 > now));
+        drop((a, b, c, d));
+        assert_eq!((list.count(), list.oldest_time(), list.oldest()), (0, None, None));
     }
 }

@@ -1,12 +1,22 @@
 //! Engine statistics: counters updated on the hot paths (relaxed atomics) and a point-in-time
 //! [`Stats`] report with per-level and per-segment detail.
 //!
+//! Latency of `get`, `put`, `write` and iterator `next` (sampled: a clock pair costs as much as
+//! a step through memory) is kept in [`LatencyHistogram`]s:
+//! log-linear buckets of nanoseconds (exact below 16 ns, then 16 buckets per power of two, so a
+//! percentile is within 1/32 of the true value), counted with relaxed atomic adds in one of a
+//! few cache-aligned stripes chosen per thread, so threads recording at once rarely share a
+//! cache line. Recording costs two clock reads and two uncontended atomic adds; reading is a
+//! [`HistogramSnapshot`] with percentiles.
+//!
 //! Write amplification is `(value-log + SSTable + MANIFEST bytes written) / user bytes written`,
 //! counted by the engine itself so that benchmarks can cross-check it against the OS's
 //! `/proc/self/io` figure.
 
+use std::cell::Cell;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
 
 /// Hot-path counters, shared by every thread of one database.
 #[derive(Debug, Default)]
@@ -43,6 +53,286 @@ pub struct Counters {
     pub tables_probed: AtomicU64,
     /// SSTables dropped whole because a range delete covered them.
     pub tables_dropped_by_range_deletes: AtomicU64,
+    /// Calls of `DbIterator::next` by cursors dropped so far.
+    pub iter_nexts: AtomicU64,
+    /// Latency of the synchronous calls.
+    pub latency: LatencyHistograms,
+}
+
+/// One [`LatencyHistogram`] per timed call, and whether calls are timed at all
+/// (`Options::latency_histograms`).
+#[derive(Debug)]
+pub struct LatencyHistograms {
+    /// Time the calls (a clock pair each); when false nothing is recorded and the histograms
+    /// stay empty.
+    pub enabled: bool,
+    /// `Db::get` and `Db::get_opt`.
+    pub get: LatencyHistogram,
+    /// `Db::put` and `Db::put_opt` (also counted in `write`).
+    pub put: LatencyHistogram,
+    /// Every `Db::write`: puts, deletes, batches and range deletes.
+    pub write: LatencyHistogram,
+    /// `DbIterator::next` (and so every step of a `RangeIter`), sampled: a cursor's first
+    /// step and every 32nd after it.
+    pub iter_next: LatencyHistogram,
+}
+
+impl Default for LatencyHistograms {
+    fn default() -> Self {
+        LatencyHistograms::new(true)
+    }
+}
+
+impl LatencyHistograms {
+    /// Empty histograms; `enabled` says whether calls are timed.
+    pub fn new(enabled: bool) -> Self {
+        LatencyHistograms {
+            enabled,
+            get: LatencyHistogram::default(),
+            put: LatencyHistogram::default(),
+            write: LatencyHistogram::default(),
+            iter_next: LatencyHistogram::default(),
+        }
+    }
+
+    /// Starts timing a call into `histogram` (one of these), or nothing when timing is off.
+    pub(crate) fn start<'a>(&self, histogram: &'a LatencyHistogram) -> Option<LatencyTimer<'a>> {
+        self.enabled.then(|| LatencyTimer { histogram, start: Instant::now() })
+    }
+}
+
+/// Exact buckets below this many nanoseconds, then this many buckets per power of two.
+const SUB_BUCKETS: u64 = 16;
+/// Powers of two covered above the exact range: up to 2^40 ns (18 minutes); longer latencies
+/// land in the last bucket (the maximum is still exact).
+const POWERS: u64 = 36;
+const BUCKETS: usize = ((POWERS + 1) * SUB_BUCKETS) as usize;
+const STRIPES: usize = 4;
+
+/// The bucket holding `nanos`: `nanos` itself below 16; otherwise the power of two and the
+/// next four bits below its leading one.
+fn bucket_of(nanos: u64) -> usize {
+    if nanos < SUB_BUCKETS {
+        return nanos as usize;
+    }
+    let msb = 63 - u64::from(nanos.leading_zeros());
+    let shift = msb - 4;
+    let index = shift * SUB_BUCKETS + (nanos >> shift);
+    (index as usize).min(BUCKETS - 1)
+}
+
+/// The values bucket `index` holds: `[low, high)`.
+fn bucket_range(index: usize) -> (u64, u64) {
+    let index = index as u64;
+    if index < SUB_BUCKETS {
+        return (index, index + 1);
+    }
+    let shift = index / SUB_BUCKETS - 1;
+    let mantissa = index % SUB_BUCKETS + SUB_BUCKETS;
+    (mantissa << shift, (mantissa + 1) << shift)
+}
+
+#[repr(align(128))]
+struct Stripe {
+    buckets: [AtomicU64; BUCKETS],
+    sum: AtomicU64,
+    max: AtomicU64,
+}
+
+/// A latency histogram that threads record into concurrently; see the module header.
+pub struct LatencyHistogram {
+    stripes: Box<[Stripe]>,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        let stripes = (0..STRIPES)
+            .map(|_| Stripe {
+                buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+                sum: AtomicU64::new(0),
+                max: AtomicU64::new(0),
+            })
+            .collect();
+        LatencyHistogram { stripes }
+    }
+}
+
+impl fmt::Debug for LatencyHistogram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.snapshot(), f)
+    }
+}
+
+/// The stripe this thread records into: threads take stripes round-robin on first use.
+fn my_stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    STRIPE.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES);
+        }
+        s.get()
+    })
+}
+
+impl LatencyHistogram {
+    /// Records one latency.
+    pub fn record(&self, nanos: u64) {
+        let stripe = &self.stripes[my_stripe()];
+        stripe.buckets[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
+        stripe.sum.fetch_add(nanos, Ordering::Relaxed);
+        if nanos > stripe.max.load(Ordering::Relaxed) {
+            stripe.max.fetch_max(nanos, Ordering::Relaxed);
+        }
+    }
+
+    /// Records the time since `start`.
+    pub fn record_since(&self, start: Instant) {
+        self.record(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// The counts so far. Concurrent records may be half-seen (a bucket counted, its sum not
+    /// yet): the snapshot is exact once recording stops.
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        let mut counts = vec![0u64; BUCKETS];
+        let (mut sum, mut max) = (0u64, 0u64);
+        for stripe in self.stripes.iter() {
+            for (total, bucket) in counts.iter_mut().zip(&stripe.buckets) {
+                *total += bucket.load(Ordering::Relaxed);
+            }
+            sum = sum.wrapping_add(stripe.sum.load(Ordering::Relaxed));
+            max = max.max(stripe.max.load(Ordering::Relaxed));
+        }
+        let buckets: Vec<(u32, u64)> =
+            counts.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (i as u32, *c)).collect();
+        HistogramSnapshot { count: buckets.iter().map(|(_, c)| c).sum(), sum_nanos: sum, max_nanos: max, buckets }
+    }
+}
+
+/// A latency distribution at one moment: counts per bucket (non-empty ones only), in
+/// nanoseconds.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct HistogramSnapshot {
+    buckets: Vec<(u32, u64)>,
+    count: u64,
+    sum_nanos: u64,
+    max_nanos: u64,
+}
+
+impl HistogramSnapshot {
+    /// Latencies recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Mean latency in nanoseconds (0 when empty).
+    pub fn mean_nanos(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_nanos as f64 / self.count as f64
+        }
+    }
+
+    /// The largest latency recorded, exactly.
+    pub fn max_nanos(&self) -> u64 {
+        self.max_nanos
+    }
+
+    /// The latency at or below which `percent` of the records lie, in nanoseconds (0 when
+    /// empty): exact below 16 ns, otherwise the middle of its bucket (within 1/32 of any value
+    /// in it), and never above the maximum.
+    pub fn percentile(&self, percent: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((percent.clamp(0.0, 100.0) / 100.0 * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for &(index, count) in &self.buckets {
+            seen += count;
+            if seen >= rank {
+                let (low, high) = bucket_range(index as usize);
+                let value = if high - low == 1 { low } else { low + (high - low) / 2 };
+                return value.min(self.max_nanos);
+            }
+        }
+        self.max_nanos
+    }
+
+    /// Median, in nanoseconds.
+    pub fn p50(&self) -> u64 {
+        self.percentile(50.0)
+    }
+
+    /// 99th percentile, in nanoseconds.
+    pub fn p99(&self) -> u64 {
+        self.percentile(99.0)
+    }
+
+    /// 99.9th percentile, in nanoseconds.
+    pub fn p999(&self) -> u64 {
+        self.percentile(99.9)
+    }
+
+    /// What was recorded after `earlier` (a snapshot of the same histogram): the counts of an
+    /// interval. Its maximum is the top of its highest bucket (the exact maximum of an interval
+    /// is not kept), capped at this snapshot's maximum.
+    pub fn since(&self, earlier: &HistogramSnapshot) -> HistogramSnapshot {
+        let before: std::collections::HashMap<u32, u64> = earlier.buckets.iter().copied().collect();
+        let buckets: Vec<(u32, u64)> = self
+            .buckets
+            .iter()
+            .map(|&(i, c)| (i, c.saturating_sub(before.get(&i).copied().unwrap_or(0))))
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        let max = buckets.last().map_or(0, |&(i, _)| (bucket_range(i as usize).1 - 1).min(self.max_nanos));
+        HistogramSnapshot {
+            count: buckets.iter().map(|(_, c)| c).sum(),
+            sum_nanos: self.sum_nanos.wrapping_sub(earlier.sum_nanos),
+            max_nanos: max,
+            buckets,
+        }
+    }
+}
+
+impl fmt::Debug for HistogramSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HistogramSnapshot")
+            .field("count", &self.count)
+            .field("p50_nanos", &self.p50())
+            .field("p99_nanos", &self.p99())
+            .field("p999_nanos", &self.p999())
+            .field("max_nanos", &self.max_nanos)
+            .finish()
+    }
+}
+
+/// Records into a histogram when dropped: time a whole call with one line at its top.
+pub(crate) struct LatencyTimer<'a> {
+    histogram: &'a LatencyHistogram,
+    start: Instant,
+}
+
+impl Drop for LatencyTimer<'_> {
+    fn drop(&mut self) {
+        self.histogram.record_since(self.start);
+    }
+}
+
+/// Latency distributions of the timed calls since open (see [`LatencyHistograms`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LatencyStats {
+    /// Point reads.
+    pub get: HistogramSnapshot,
+    /// Single puts.
+    pub put: HistogramSnapshot,
+    /// Every write call.
+    pub write: HistogramSnapshot,
+    /// Iterator steps forward, sampled (a cursor's first step and every 32nd after it; the
+    /// count of all steps is `Stats::iter_nexts`).
+    pub iter_next: HistogramSnapshot,
 }
 
 impl Counters {
@@ -149,6 +439,35 @@ pub struct Stats {
     pub hash_table: Option<HashTableStats>,
     /// SSTable index blocks: learned models and binary indexes, in the LSM mode.
     pub index_blocks: IndexBlockStats,
+    /// Latency distributions of `get`, `put`, `write` and iterator `next` since open.
+    pub latency: LatencyStats,
+    /// Iterator `next` calls since open, by cursors already dropped.
+    pub iter_nexts: u64,
+}
+
+/// The `splitkv.levelstats` table's heading (RocksDB's layout); indexes with levels add a row
+/// per level.
+pub(crate) fn level_stats_header() -> String {
+    "Level Files Size(MB)\n--------------------\n".to_string()
+}
+
+/// How many bytes a key range takes, estimated ([`crate::Db::approximate_size`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RangeSize {
+    /// Bytes of the index structures holding the range's keys: SSTables (the share of each
+    /// table the range covers, estimated from its index), or the hash index's entries.
+    pub index_bytes: u64,
+    /// Bytes of the value-log records the range's keys point to.
+    pub value_log_bytes: u64,
+    /// Bytes of the range's entries in the memtables (not yet in any file).
+    pub memtable_bytes: u64,
+}
+
+impl RangeSize {
+    /// All three together.
+    pub fn total(&self) -> u64 {
+        self.index_bytes + self.value_log_bytes + self.memtable_bytes
+    }
 }
 
 /// Figures about SSTable index blocks (TridentKV's learned index). Sizes and errors cover the
@@ -220,6 +539,13 @@ impl Stats {
         self.vlog_reads = Counters::get(&c.vlog_reads);
         self.tables_probed = Counters::get(&c.tables_probed);
         self.tables_dropped_by_range_deletes = Counters::get(&c.tables_dropped_by_range_deletes);
+        self.iter_nexts = Counters::get(&c.iter_nexts);
+        self.latency = LatencyStats {
+            get: c.latency.get.snapshot(),
+            put: c.latency.put.snapshot(),
+            write: c.latency.write.snapshot(),
+            iter_next: c.latency.iter_next.snapshot(),
+        };
     }
 
     /// Total bytes the engine wrote to files since open.
@@ -319,6 +645,27 @@ impl fmt::Display for Stats {
             "Reads: {} gets, {} vlog reads, {} tables probed; block cache {} hits / {} misses",
             self.gets, self.vlog_reads, self.tables_probed, self.block_cache_hits, self.block_cache_misses
         )?;
+        let latencies = [
+            ("get", &self.latency.get),
+            ("put", &self.latency.put),
+            ("write", &self.latency.write),
+            ("next/32", &self.latency.iter_next),
+        ];
+        if latencies.iter().any(|(_, h)| h.count() > 0) {
+            write!(f, "\nLatency (us)        count       p50       p99     p99.9       max")?;
+            for (name, h) in latencies.iter().filter(|(_, h)| h.count() > 0) {
+                let us = |nanos: u64| nanos as f64 / 1000.0;
+                write!(
+                    f,
+                    "\n  {name:<10} {:>12} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+                    h.count(),
+                    us(h.p50()),
+                    us(h.p99()),
+                    us(h.p999()),
+                    us(h.max_nanos())
+                )?;
+            }
+        }
         if self.partitions > 0 {
             write!(
                 f,
@@ -327,5 +674,122 @@ impl fmt::Display for Stats {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_exact_below_sixteen_and_log_linear_above() {
+        for v in 0..16 {
+            assert_eq!(bucket_range(bucket_of(v)), (v, v + 1));
+        }
+        for v in [16u64, 17, 31, 32, 33, 1000, 1023, 1024, 123_456, 1 << 39, (1 << 40) - 1] {
+            let (low, high) = bucket_range(bucket_of(v));
+            assert!(low <= v && v < high, "{v} in [{low}, {high})");
+            assert!((high - low) * 16 <= low.max(16), "{v}: bucket [{low}, {high}) wider than 1/16");
+        }
+        // Neighbouring buckets tile the line.
+        for i in 0..BUCKETS - 1 {
+            assert_eq!(bucket_range(i).1, bucket_range(i + 1).0, "bucket {i}");
+        }
+        assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn percentiles_of_known_inputs() {
+        let h = LatencyHistogram::default();
+        assert_eq!(h.snapshot().p50(), 0);
+        // 1..=1000 ns once each.
+        for v in 1..=1000 {
+            h.record(v);
+        }
+        let s = h.snapshot();
+        assert_eq!(s.count(), 1000);
+        assert_eq!(s.max_nanos(), 1000);
+        assert_eq!(s.mean_nanos(), 500.5);
+        let within = |got: u64, want: u64| got.abs_diff(want) * 32 <= want;
+        assert!(within(s.p50(), 500), "p50 {}", s.p50());
+        assert!(within(s.p99(), 990), "p99 {}", s.p99());
+        assert!(within(s.p999(), 999), "p99.9 {}", s.p999());
+        assert_eq!(s.percentile(100.0), 1000);
+        assert_eq!(s.percentile(0.1), 1);
+        // Small values are exact.
+        let h = LatencyHistogram::default();
+        for v in [3, 3, 3, 7] {
+            h.record(v);
+        }
+        let s = h.snapshot();
+        assert_eq!((s.p50(), s.percentile(75.0), s.p99(), s.max_nanos()), (3, 3, 7, 7));
+        // A constant latency reads back exactly at every percentile (capped by the maximum).
+        let h = LatencyHistogram::default();
+        for _ in 0..100 {
+            h.record(1000);
+        }
+        let s = h.snapshot();
+        assert_eq!((s.p50(), s.p99(), s.p999(), s.max_nanos()), (1000, 1000, 1000, 1000));
+    }
+
+    #[test]
+    fn a_tail_shows_in_the_high_percentiles_only() {
+        let h = LatencyHistogram::default();
+        for _ in 0..990 {
+            h.record(2_000);
+        }
+        for _ in 0..10 {
+            h.record(5_000_000);
+        }
+        let s = h.snapshot();
+        assert!(s.p50().abs_diff(2_000) * 32 <= 2_000, "{s:?}");
+        assert!(s.p99().abs_diff(2_000) * 32 <= 2_000, "{s:?}");
+        assert!(s.p999().abs_diff(5_000_000) * 32 <= 5_000_000, "{s:?}");
+        assert_eq!(s.max_nanos(), 5_000_000);
+    }
+
+    #[test]
+    fn threads_record_into_one_distribution() {
+        let h = std::sync::Arc::new(LatencyHistogram::default());
+        let threads: Vec<_> = (0..6)
+            .map(|t| {
+                let h = std::sync::Arc::clone(&h);
+                std::thread::spawn(move || (0..1000).for_each(|i| h.record(100 * t + i % 7)))
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().expect("recording thread"));
+        let s = h.snapshot();
+        assert_eq!(s.count(), 6000);
+        assert_eq!(s.max_nanos(), 506);
+    }
+
+    #[test]
+    fn an_interval_is_the_difference_of_two_snapshots() {
+        let h = LatencyHistogram::default();
+        for _ in 0..100 {
+            h.record(10);
+        }
+        let first = h.snapshot();
+        for _ in 0..50 {
+            h.record(1_000_000);
+        }
+        let interval = h.snapshot().since(&first);
+        assert_eq!(interval.count(), 50);
+        assert!(interval.p50().abs_diff(1_000_000) * 32 <= 1_000_000, "{interval:?}");
+        assert_eq!(interval.max_nanos(), 1_000_000);
+        assert_eq!(h.snapshot().since(&h.snapshot()).count(), 0);
+    }
+
+    #[test]
+    fn display_shows_latency_percentiles_of_the_calls_made() {
+        let mut stats = Stats::default();
+        assert!(!stats.to_string().contains("Latency"));
+        let h = LatencyHistogram::default();
+        h.record(1_500);
+        stats.latency.get = h.snapshot();
+        let text = stats.to_string();
+        assert!(text.contains("Latency (us)"), "{text}");
+        assert!(text.lines().any(|l| l.trim_start().starts_with("get") && l.contains("1.50")), "{text}");
+        assert!(!text.lines().any(|l| l.trim_start().starts_with("write")), "{text}");
     }
 }

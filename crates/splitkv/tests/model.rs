@@ -201,10 +201,11 @@ impl Harness {
     /// Drops a keyspace: to the model, a synced batch deleting every key it holds.
     fn drop_keyspace(&mut self) {
         let name = KEYSPACES[self.rng.gen_range(0..KEYSPACES.len())];
-        self.db().drop_keyspace(name).unwrap_or_else(|e| panic!("{}: drop_keyspace: {e}", self.ctx()));
+        let existed = self.db().drop_keyspace(name).unwrap_or_else(|e| panic!("{}: drop_keyspace: {e}", self.ctx()));
         let changes = keyspace_entries(&self.model, name).into_iter().map(|(k, _)| (k, None)).collect();
-        // A drop is durable when it returns.
-        self.written(changes, true);
+        // A drop is durable when it returns (and so is everything written before it); a drop
+        // of a keyspace that does not exist writes nothing.
+        self.written(changes, existed);
         for (_, _, dropped) in &mut self.snapshots {
             dropped.push(name.to_string());
         }

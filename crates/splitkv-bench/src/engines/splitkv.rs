@@ -62,7 +62,7 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     }
     if flags.partitions > 1 {
         // Equal shares of the key numbers `--num` spans.
-        let mut key = crate::keys::KeyBuffer::new(flags.key_prefix);
+        let mut key = crate::keys::KeyBuffer::for_flags(flags);
         let n = u64::from(flags.num);
         options.partition_split_points =
             (1..flags.partitions).map(|i| key.set(n * i as u64 / flags.partitions as u64).to_vec()).collect();
@@ -141,6 +141,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     }
     if let Some(n) = flags.prefetch_threads {
         options.prefetch_threads = n;
+    }
+    if let Some(on) = flags.latency_histograms {
+        options.latency_histograms = on;
     }
     if let Some(policy) = flags.compaction_policy {
         options.compaction_policy = match policy {

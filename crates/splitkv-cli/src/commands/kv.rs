@@ -1,18 +1,20 @@
-//! Point reads and writes and range scans: `get`, `put`, `delete`, `scan`, in the default
-//! keyspace or the one `--keyspace` names; and `keyspaces`, which lists them.
+//! Point reads and writes and range scans: `get`, `put`, `batchput`, `delete`, `deleterange`,
+//! `scan`, in the default keyspace or the one `--keyspace` names; and `keyspaces`, which lists
+//! them.
 //!
-//! Reads open the database read-only, so they work while another process has it open; writes
+//! Reads open the database read-only, so they work while another process has it open. Writes
 //! open it read-write and are synced before the command returns: a one-shot process has no later
-//! moment to make them durable. `get` prints the value's raw bytes (so `splitkv get DB k > file`
-//! round-trips) unless `--hex` or `--json` asks otherwise; `scan` prints escaped text, one
-//! `key<TAB>value` line per entry.
+//! moment to make them durable; `batchput` writes all its pairs as one atomic batch. `get` prints
+//! the value's raw bytes (so `splitkv get DB k > file` round-trips) unless `--hex` or `--json`
+//! asks otherwise; `scan` prints escaped text, one `key<TAB>value` line per entry, in key order
+//! or, with `--reverse`, from the last key down.
 
 use std::io::{Read, Write};
 use std::ops::Bound;
 use std::path::Path;
 
 use serde_json::json;
-use splitkv::{Db, Keyspace, WriteOptions};
+use splitkv::{Db, Keyspace, ReadOptions, WriteBatch, WriteOptions};
 
 use super::{existing_index, open_db, open_read_only, print_json, CliError, Exit, IndexChoice, Output};
 use crate::format::ByteStyle;
@@ -56,16 +58,7 @@ pub fn put(
     index: Option<IndexChoice>,
     out: Output,
 ) -> Result<Exit, CliError> {
-    if let (Some(wanted), Some(existing)) = (index, existing_index(dir)) {
-        if wanted != existing {
-            return Err(CliError::Usage(format!(
-                "{} holds a database with the {} index; --index {} only applies to a new database",
-                dir.display(),
-                existing.name(),
-                wanted.name()
-            )));
-        }
-    }
+    check_index_choice(dir, index)?;
     let key = out.parse_bytes(key)?;
     let value = match value {
         Some(v) => out.parse_bytes(v)?,
@@ -85,6 +78,71 @@ pub fn put(
         Some(name) => db.keyspace(name)?.put_opt(&WriteOptions { sync: true }, &key, &value)?,
         None => db.put_opt(&WriteOptions { sync: true }, &key, &value)?,
     }
+    db.close()?;
+    Ok(Exit::Success)
+}
+
+/// Refuses an `--index` that differs from an existing database's, since the engine cannot
+/// change a database's index.
+pub fn check_index_choice(dir: &Path, index: Option<IndexChoice>) -> Result<(), CliError> {
+    if let (Some(wanted), Some(existing)) = (index, existing_index(dir)) {
+        if wanted != existing {
+            return Err(CliError::Usage(format!(
+                "{} holds a database with the {} index; --index {} only applies to a new database",
+                dir.display(),
+                existing.name(),
+                wanted.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Sets every `KEY VALUE` pair of `args` in one atomic batch, in the default keyspace or
+/// `keyspace` (created if missing, as `put` does); creates the database like `put`.
+pub fn batchput(
+    dir: &Path,
+    keyspace: Option<&str>,
+    args: &[String],
+    index: Option<IndexChoice>,
+    out: Output,
+) -> Result<Exit, CliError> {
+    if args.is_empty() || !args.len().is_multiple_of(2) {
+        return Err(CliError::Usage(format!(
+            "batchput needs KEY VALUE pairs: {} argument{} given",
+            args.len(),
+            if args.len() == 1 { "" } else { "s" }
+        )));
+    }
+    check_index_choice(dir, index)?;
+    let pairs = args
+        .chunks_exact(2)
+        .map(|pair| Ok((out.parse_bytes(&pair[0])?, out.parse_bytes(&pair[1])?)))
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let db = open_db(dir, Some(index.unwrap_or(IndexChoice::Lsm)))?;
+    let ks = keyspace.map(|name| db.keyspace(name)).transpose()?;
+    let mut batch = WriteBatch::new();
+    for (key, value) in pairs {
+        match &ks {
+            Some(ks) => batch.put_in(ks, key, value),
+            None => batch.put(key, value),
+        };
+    }
+    db.write(&WriteOptions { sync: true }, batch)?;
+    db.close()?;
+    Ok(Exit::Success)
+}
+
+/// Removes every key in `[from, to)` with one range delete.
+pub fn deleterange(dir: &Path, keyspace: Option<&str>, from: &str, to: &str, out: Output) -> Result<Exit, CliError> {
+    let (from, to) = (out.parse_bytes(from)?, out.parse_bytes(to)?);
+    let db = open_db(dir, None)?;
+    let mut batch = WriteBatch::new();
+    match existing_keyspace(&db, keyspace)? {
+        Some(ks) => batch.delete_range_in(&ks, &from, &to),
+        None => batch.delete_range(&from, &to),
+    };
+    db.write(&WriteOptions { sync: true }, batch)?;
     db.close()?;
     Ok(Exit::Success)
 }
@@ -110,11 +168,16 @@ pub struct ScanArgs<'a> {
     pub from: Option<String>,
     /// Key to stop before (exclusive).
     pub to: Option<String>,
-    /// Most entries.
+    /// Most entries (`--max_keys`, or its alias `--limit`).
     pub limit: Option<usize>,
     /// Omit values.
     pub keys_only: bool,
+    /// From the last key in the range down.
+    pub reverse: bool,
 }
+
+/// One scanned entry, or the error that ended the scan.
+type Entry = splitkv::Result<(Vec<u8>, Vec<u8>)>;
 
 /// Lists entries in key order.
 pub fn scan(dir: &Path, args: &ScanArgs<'_>, out: Output) -> Result<Exit, CliError> {
@@ -126,11 +189,17 @@ pub fn scan(dir: &Path, args: &ScanArgs<'_>, out: Output) -> Result<Exit, CliErr
     };
     let range = (bound(&args.from, Bound::Included)?, bound(&args.to, Bound::Excluded)?);
     let db = open_read_only(dir)?;
-    let entries = match existing_keyspace(&db, args.keyspace)? {
-        Some(ks) => ks.range(range)?,
-        None => db.range(range)?,
+    let ks = existing_keyspace(&db, args.keyspace)?;
+    let limit = args.limit.unwrap_or(usize::MAX);
+    let entries: Box<dyn Iterator<Item = Entry>> = if args.reverse {
+        Box::new(reverse_entries(&db, ks.as_ref(), range)?.take(limit))
+    } else {
+        let entries = match &ks {
+            Some(ks) => ks.range(range)?,
+            None => db.range(range)?,
+        };
+        Box::new(entries.take(limit).map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec()))))
     };
-    let entries = entries.take(args.limit.unwrap_or(usize::MAX));
     let mut stdout = std::io::stdout().lock();
     let mut rows = Vec::new();
     for entry in entries {
@@ -169,7 +238,7 @@ pub fn keyspaces(dir: &Path, out: Output) -> Result<Exit, CliError> {
 
 /// The keyspace `--keyspace` names, which must exist (`None` without the flag: the default
 /// keyspace). Reading a keyspace never creates it.
-fn existing_keyspace<'db>(db: &'db Db, keyspace: Option<&str>) -> Result<Option<Keyspace<'db>>, CliError> {
+pub fn existing_keyspace<'db>(db: &'db Db, keyspace: Option<&str>) -> Result<Option<Keyspace<'db>>, CliError> {
     match keyspace {
         None => Ok(None),
         Some(name) => match db.existing_keyspace(name) {
@@ -177,4 +246,40 @@ fn existing_keyspace<'db>(db: &'db Db, keyspace: Option<&str>) -> Result<Option<
             None => Err(CliError::Usage(format!("the database has no keyspace named {name:?}"))),
         },
     }
+}
+
+/// The entries of `range` (`[from, to)`) of the default keyspace or `ks`, from the last down,
+/// streamed; an error ends them.
+fn reverse_entries(
+    db: &Db,
+    ks: Option<&Keyspace<'_>>,
+    (from, to): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+) -> Result<impl Iterator<Item = Entry>, CliError> {
+    let bound = |b: Bound<Vec<u8>>| match b {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k),
+        Bound::Unbounded => None,
+    };
+    // The cursor's bounds are `[lower, upper)`, exactly the scan's range.
+    let opts = ReadOptions { lower_bound: bound(from), upper_bound: bound(to), ..ReadOptions::default() };
+    let mut cursor = match ks {
+        Some(ks) => ks.iter(opts)?,
+        None => db.iter(opts)?,
+    };
+    cursor.seek_to_last()?;
+    let mut pending_error = None;
+    let mut done = false;
+    Ok(std::iter::from_fn(move || {
+        if let Some(e) = pending_error.take() {
+            done = true;
+            return Some(Err(e));
+        }
+        if done || !cursor.valid() {
+            return None;
+        }
+        let entry = (cursor.key().to_vec(), cursor.value().to_vec());
+        if let Err(e) = cursor.prev() {
+            pending_error = Some(e);
+        }
+        Some(Ok(entry))
+    }))
 }

@@ -15,6 +15,8 @@ pub mod dump;
 pub mod hash;
 pub mod info;
 pub mod kv;
+pub mod property;
+pub mod transfer;
 pub mod verify;
 
 use std::fmt;

@@ -12,15 +12,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::Level;
+
 use super::{DbInner, PendingWrite};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::index::{IndexValue, LiveCount};
+use crate::info_log::{log_event, ListDisplay, StallCause};
 use crate::stats::Counters;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::version::{GarbageSurvey, VersionEdit};
-use crate::vlog::gc::{GcHost, SegmentStats, SpacePressure};
+use crate::vlog::gc::{GcHost, GcOutcome, SegmentStats, SpacePressure};
 use crate::vlog::{ReplayedRecord, SEGMENT_HEADER_LEN};
 
 /// The state of the value log at the last garbage survey.
@@ -64,9 +67,16 @@ impl DbInner {
 
     /// A failed value-log write leaves the log's tail unknown: no further write may go on.
     pub(super) fn poison_on_error(&self, result: Result<()>) -> Result<()> {
-        result.inspect_err(|e| {
-            self.poisoned.lock().get_or_insert_with(|| e.to_string());
-        })
+        result.inspect_err(|e| self.poison_with(e.to_string()))
+    }
+
+    /// Stops the write path for `reason` (the first reason stays), and says so in the LOG.
+    pub(super) fn poison_with(&self, reason: String) {
+        let mut poisoned = self.poisoned.lock();
+        if poisoned.is_none() {
+            log_event!(self.info_log, Level::ERROR, error = %reason, "write path poisoned: writes fail until reopen");
+            *poisoned = Some(reason);
+        }
     }
 
     /// With a space limit on the value log, holds a writer (before it joins the write queue, so
@@ -93,6 +103,8 @@ impl DbInner {
             let pressure = self.gc.space_pressure(self);
             self.space_pressed.store(pressure != SpacePressure::None, Ordering::Relaxed);
             if pressure == SpacePressure::None {
+                // Logged once the pressure is gone, not whenever one writer passes.
+                self.info_log.stalls_ended([StallCause::LogSpace]);
                 break Ok(());
             }
             self.check_poisoned()?;
@@ -139,6 +151,8 @@ impl DbInner {
                     self.options.gc_space_budget.unwrap_or(0)
                 )));
             }
+            self.info_log
+                .stall_began(StallCause::LogSpace, &format_args!("{pressure:?}, {} log bytes", self.log_bytes()));
             self.gc_wake.1.notify_all();
             std::thread::sleep(Duration::from_millis(1));
         };
@@ -178,6 +192,15 @@ impl DbInner {
         };
         Counters::add(&self.counters.gc_surveys, 1);
         Counters::add(&self.counters.gc_survey_micros, started.elapsed().as_micros() as u64);
+        log_event!(
+            self.info_log,
+            Level::INFO,
+            horizon = horizon.0,
+            live_bytes = live,
+            garbage_bytes = self.catalog.garbage_bytes(),
+            micros = started.elapsed().as_micros() as u64,
+            "garbage survey finished"
+        );
         Ok(())
     }
 
@@ -264,6 +287,7 @@ impl DbInner {
                 Ok(_) => {}
                 // A failed run leaves everything as it was; stop retrying a broken log.
                 Err(e) => {
+                    log_event!(self.info_log, Level::ERROR, error = %e, "background GC stopped");
                     *self.gc_failure.lock() = Some(e.to_string());
                     break;
                 }
@@ -366,5 +390,21 @@ impl GcHost for DbInner {
 
     fn files(&self) -> (&dyn FileSystem, &Path) {
         (self.options.fs.as_ref(), &self.dir)
+    }
+
+    fn on_gc_run(&self, outcome: &GcOutcome, took: Duration) {
+        let released: Vec<u64> = outcome.segments_released.iter().map(|s| s.0).collect();
+        log_event!(
+            self.info_log,
+            Level::INFO,
+            victim = outcome.victim.map_or(-1, |v| v.0 as i64),
+            bytes_read = outcome.bytes_read,
+            records_relocated = outcome.records_relocated,
+            bytes_relocated = outcome.bytes_relocated,
+            bytes_punched = outcome.bytes_punched,
+            released = %ListDisplay(&released),
+            micros = took.as_micros() as u64,
+            "gc run finished"
+        );
     }
 }

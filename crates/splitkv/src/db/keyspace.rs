@@ -334,7 +334,7 @@ impl<'db> Keyspace<'db> {
     pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put_in(self, key, value);
-        self.db.write(opts, batch)
+        self.db.write_put(opts, batch)
     }
 
     /// Removes `key`.
@@ -363,6 +363,8 @@ impl<'db> Keyspace<'db> {
 
     /// The value of `key` with read options (a snapshot of the database, cache filling).
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        let latency = &self.db.inner.counters.latency;
+        let _timer = latency.start(&latency.get);
         self.check_live()?;
         self.db.submit_stored_get(opts, &self.stored_key(key.as_ref())).wait()
     }

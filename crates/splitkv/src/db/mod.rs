@@ -44,6 +44,7 @@ mod iterator;
 pub(crate) mod keyspace;
 mod multi_get;
 mod open;
+mod properties;
 mod publish;
 mod read_ahead;
 mod read_only;
@@ -59,9 +60,10 @@ pub use multi_get::{MultiGet, MultiGetResult};
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
-use crate::filenames::parse_file_name;
+use crate::filenames::{parse_file_name, FileKind};
 use crate::fs::FileLock;
 use crate::index::{Index, IndexValue};
+use crate::info_log::{log_event, InfoLog};
 use crate::iter::db_iter::DbIter;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
@@ -123,6 +125,9 @@ struct DbInner {
     /// whether it was over one.
     space_checked_at: AtomicU64,
     space_pressed: AtomicBool,
+    /// Where the database reports what it did (the `LOG` file and `tracing`; no file when
+    /// read-only).
+    info_log: Arc<InfoLog>,
     /// Opened with [`Db::open_read_only`]: every write is refused with [`Error::ReadOnly`].
     read_only: bool,
     /// The directory lock; none when read-only.
@@ -183,7 +188,20 @@ impl Db {
     pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put(key, value);
-        self.write(opts, batch)
+        self.write_put(opts, batch)
+    }
+
+    /// Writes `batch`, one put, timed as a put and as a write with one clock pair.
+    fn write_put(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        let latency = &self.inner.counters.latency;
+        let started = latency.enabled.then(std::time::Instant::now);
+        let result = self.write_untimed(opts, batch);
+        if let Some(started) = started {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            latency.put.record(nanos);
+            latency.write.record(nanos);
+        }
+        result
     }
 
     /// Removes `key`.
@@ -212,6 +230,13 @@ impl Db {
 
     /// Applies `batch` atomically.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        let latency = &self.inner.counters.latency;
+        let _timer = latency.start(&latency.write);
+        self.write_untimed(opts, batch)
+    }
+
+    /// [`Db::write`] without the latency record, for callers that time themselves.
+    fn write_untimed(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         batch.check_keys()?;
         // No keyspace the batch writes to may be dropped until it is applied.
         let held = self.keyspaces.hold(batch.keyspaces())?;
@@ -313,6 +338,8 @@ impl Db {
 
     /// The value of `key` with read options (snapshot, cache filling).
     pub fn get_opt(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        let latency = &self.inner.counters.latency;
+        let _timer = latency.start(&latency.get);
         self.submit_get(opts, key).wait()
     }
 
@@ -437,7 +464,10 @@ impl Db {
 
     /// A named property: `splitkv.stats`, `splitkv.num-files-at-level<N>`, `splitkv.sstables`,
     /// `splitkv.total-sst-bytes`, `splitkv.memtable-bytes`, `splitkv.last-sequence`,
-    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`, `splitkv.keyspaces` (one name a line).
+    /// `splitkv.vlog-bytes`, `splitkv.write-amplification`, `splitkv.keyspaces` (one name a line),
+    /// `splitkv.estimate-num-keys`, `splitkv.levelstats`, `splitkv.num-snapshots`,
+    /// `splitkv.oldest-snapshot-time`, `splitkv.approximate-sizes[:START:END]` (hex keys; see
+    /// [`Db::approximate_size`]).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "splitkv.stats" => Some(self.stats().to_string()),
@@ -445,7 +475,7 @@ impl Db {
             "splitkv.vlog-bytes" => Some(self.stats().vlog_bytes().to_string()),
             "splitkv.write-amplification" => Some(format!("{:.3}", self.stats().write_amplification())),
             "splitkv.keyspaces" => Some(self.keyspace_names().join("\n")),
-            _ => self.inner.index.property(name),
+            _ => self.more_property(name),
         }
     }
 }
@@ -454,6 +484,7 @@ impl Drop for Db {
     fn drop(&mut self) {
         self.stop_background();
         let _ = self.inner.vlog.flush_buffer();
+        log_event!(self.inner.info_log, tracing::Level::INFO, "closed database");
     }
 }
 
@@ -513,7 +544,8 @@ impl DbInner {
         let Ok(names) = fs.list(&self.dir) else { return 0 };
         names
             .iter()
-            .filter(|n| parse_file_name(n).is_some())
+            // The LOG is diagnostics, capped in size, not data.
+            .filter(|n| !matches!(parse_file_name(n), None | Some(FileKind::InfoLog)))
             .filter_map(|n| fs.allocated_size(&self.dir.join(n)).ok())
             .sum()
     }

@@ -16,16 +16,20 @@
 //! 6. the `OPTIONS` file is replaced by the options of this open, then the background GC thread
 //!    starts.
 //!
-//! Before step 1 the shape options are checked against the stored `OPTIONS` file (see
-//! `options_file`): a database is never read with an index kind or level count it was not made
-//! with. `read_only` opens without any of the writes above, beside a live writer.
+//! Once the lock is held, a new `LOG` is started; each step above reports what it found and
+//! how long it took there (`info_log`). Before step 1 the shape options are checked against the
+//! stored `OPTIONS` file (see `options_file`): a database is never read with an index kind or
+//! level count it was not made with. `read_only` opens without any of the writes above (no `LOG`
+//! file either), beside a live writer.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, RwLock};
+use tracing::Level;
 
 use super::gc_host::SurveyMark;
 use super::keyspace::Keyspaces;
@@ -36,10 +40,11 @@ use crate::error::{Error, Result};
 use crate::filenames::{current_file, lock_file, parse_file_name, segment_file, FileKind};
 use crate::fs::{FileLock, FileSystem, RandomAccessFile};
 use crate::index::{self, Index, IndexParts, IndexRecord, LogLink};
+use crate::info_log::{log_event, InfoLog};
 use crate::options::{GcPolicyKind, IndexKind, Options};
 use crate::options_file::{check_shape, write_options_file};
 use crate::snapshot::SnapshotList;
-use crate::stats::Counters;
+use crate::stats::{Counters, LatencyHistograms};
 use crate::types::{FileNumber, LogPosition, SegmentId};
 use crate::version::{Catalog, VersionSet};
 use crate::vlog::gc::{
@@ -60,11 +65,29 @@ impl Db {
             return Err(Error::InvalidArgument(format!("{} does not exist", dir.display())));
         }
         let lock = fs.lock(&lock_file(&dir))?;
+        // Refused before anything is written, the LOG included: a mistaken open rotates nothing.
+        if fs.exists(&current_file(&dir)) {
+            check_shape(&dir, &options)?;
+        }
+        // Only the holder of the lock may start a new LOG (rotating the live one away).
+        let opened_at = Instant::now();
+        let info_log = Arc::new(InfoLog::open(Arc::clone(&fs), &dir, &options.info_log));
+        log_event!(
+            info_log,
+            Level::INFO,
+            version = env!("CARGO_PKG_VERSION"),
+            index = ?options.index,
+            value_threshold = options.value_threshold,
+            write_buffer_size = options.write_buffer_size,
+            segment_size = options.segment_size,
+            compaction = ?options.compaction_policy,
+            gc = ?options.gc_policy,
+            "opening database"
+        );
         let versions = if fs.exists(&current_file(&dir)) {
             if options.error_if_exists {
                 return Err(Error::InvalidArgument(format!("{} already exists", dir.display())));
             }
-            check_shape(&dir, &options)?;
             VersionSet::recover(Arc::clone(&fs), &dir, options.num_levels)?
         } else if options.create_if_missing {
             VersionSet::create(Arc::clone(&fs), &dir, options.num_levels)?
@@ -73,8 +96,25 @@ impl Db {
         };
         // Nothing else touches the directory yet, so whatever these name is a leftover.
         remove_leftovers(fs.as_ref(), &dir, versions.manifest_number());
+        let recorded_sequence = versions.last_sequence();
+        let manifest_number = versions.manifest_number();
         let catalog = Arc::new(Catalog::new(versions));
         let (log_head, recorded) = catalog.log_segments();
+        let tables: usize = {
+            let current = catalog.lock().current();
+            (0..current.num_levels()).map(|l| current.files(l).len()).sum()
+        };
+        log_event!(
+            info_log,
+            Level::INFO,
+            manifest = manifest_number.0,
+            tables,
+            segments = recorded.len(),
+            last_sequence = recorded_sequence.0,
+            log_head = %format_args!("{}:{}", log_head.segment.0, log_head.offset),
+            micros = opened_at.elapsed().as_micros() as u64,
+            "recovered MANIFEST"
+        );
 
         let vlog = Arc::new(ValueLog::open(
             Arc::clone(&fs),
@@ -89,10 +129,12 @@ impl Db {
         let newest_known = recorded.keys().next_back().copied().unwrap_or_default();
         vlog.reserve_ids_below(SegmentId(newest_known.0.max(log_head.segment.0) + 1));
 
-        let recovered = Recovered::open_index(&options, &dir, catalog, vlog, false, HashMap::new())?;
-        let Recovered { ref vlog, ref index, .. } = recovered;
-        let replayed_any = recovered.replay_tail(&options, &dir, log_head)?;
-        if replayed_any {
+        let recovered =
+            Recovered::open_index(&options, &dir, catalog, vlog, false, HashMap::new(), Arc::clone(&info_log))?;
+        let Recovered { ref vlog, ref index, ref last_sequence, .. } = recovered;
+        let replay_started = Instant::now();
+        let replayed = recovered.replay_tail(&options, &dir, log_head)?;
+        if replayed.batches > 0 {
             // The replayed records may exist only in the page cache (a process crash); make them
             // durable before tables that point at them can be written.
             for seg in vlog.segments() {
@@ -101,6 +143,17 @@ impl Db {
                 }
             }
         }
+        log_event!(
+            info_log,
+            Level::INFO,
+            from = %format_args!("{}:{}", log_head.segment.0, log_head.offset),
+            batches = replayed.batches,
+            records = replayed.records,
+            bytes = replayed.bytes,
+            last_sequence = last_sequence.load(Ordering::Acquire),
+            micros = replay_started.elapsed().as_micros() as u64,
+            "replayed value log"
+        );
         // A memtable rebuilt from a long log tail can exceed the write buffer; freeze it now so
         // reads do not search one oversized skiplist until the next write arrives.
         index.make_room(false)?;
@@ -135,6 +188,7 @@ impl Db {
         };
         let db = Db { inner, gc_thread: Mutex::new(gc_thread), front, keyspaces: Keyspaces::default() };
         db.keyspaces.load(&db)?;
+        log_event!(db.inner.info_log, Level::INFO, micros = opened_at.elapsed().as_micros() as u64, "opened database");
         Ok(db)
     }
 
@@ -167,8 +221,16 @@ pub(super) struct Recovered {
     pub(super) vlog: Arc<ValueLog>,
     pub(super) index: Arc<dyn Index>,
     snapshots: Arc<SnapshotList>,
-    last_sequence: Arc<AtomicU64>,
+    pub(super) last_sequence: Arc<AtomicU64>,
     counters: Arc<Counters>,
+    info_log: Arc<InfoLog>,
+}
+
+/// What the replay of the log tail applied.
+pub(super) struct Replayed {
+    pub(super) batches: u64,
+    pub(super) records: u64,
+    pub(super) bytes: u64,
 }
 
 impl Recovered {
@@ -181,10 +243,12 @@ impl Recovered {
         vlog: Arc<ValueLog>,
         read_only: bool,
         pinned_tables: HashMap<FileNumber, Arc<dyn RandomAccessFile>>,
+        info_log: Arc<InfoLog>,
     ) -> Result<Recovered> {
         let last_sequence = Arc::new(AtomicU64::new(catalog.lock().last_sequence().0));
         let snapshots = Arc::new(SnapshotList::default());
-        let counters = Arc::new(Counters::default());
+        let counters =
+            Arc::new(Counters { latency: LatencyHistograms::new(options.latency_histograms), ..Counters::default() });
         let index = index::open(IndexParts {
             options: options.clone(),
             dir: dir.to_path_buf(),
@@ -193,18 +257,18 @@ impl Recovered {
             snapshots: Arc::clone(&snapshots),
             last_sequence: Arc::clone(&last_sequence),
             counters: Arc::clone(&counters),
+            info_log: Arc::clone(&info_log),
             read_only,
             pinned_tables,
         })?;
-        Ok(Recovered { catalog, vlog, index, snapshots, last_sequence, counters })
+        Ok(Recovered { catalog, vlog, index, snapshots, last_sequence, counters, info_log })
     }
 
-    /// Replays every complete batch of the log from `head` through `Index::apply`; returns
-    /// whether there was any.
-    pub(super) fn replay_tail(&self, options: &Options, dir: &Path, head: LogPosition) -> Result<bool> {
+    /// Replays every complete batch of the log from `head` through `Index::apply`.
+    pub(super) fn replay_tail(&self, options: &Options, dir: &Path, head: LogPosition) -> Result<Replayed> {
         let (index, last_sequence) = (&self.index, &self.last_sequence);
         let threshold = options.value_threshold;
-        let mut replayed_any = false;
+        let mut replayed = Replayed { batches: 0, records: 0, bytes: 0 };
         self.vlog.replay(head, &mut |batch: &[ReplayedRecord]| {
             if let Some(r) = batch.iter().find(|r| r.kind == RecordKind::DeleteRange) {
                 if !index.supports_range_deletes() {
@@ -223,10 +287,12 @@ impl Recovered {
             if let Some(last) = batch.last() {
                 last_sequence.fetch_max(last.seq.0, Ordering::Release);
             }
-            replayed_any = true;
+            replayed.batches += 1;
+            replayed.records += batch.len() as u64;
+            replayed.bytes += batch.iter().map(|r| u64::from(r.pointer.len)).sum::<u64>();
             Ok(())
         })?;
-        Ok(replayed_any)
+        Ok(replayed)
     }
 
     /// The database's shared state over what was recovered; `lock` is `None` when read-only.
@@ -268,6 +334,7 @@ impl Recovered {
             separated_bytes_written: AtomicU64::new(0),
             space_checked_at: AtomicU64::new(0),
             space_pressed: AtomicBool::new(false),
+            info_log: self.info_log,
             read_only: lock.is_none(),
             _lock: lock,
         })

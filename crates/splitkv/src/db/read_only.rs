@@ -47,6 +47,7 @@ use super::Db;
 use crate::error::{Error, Result};
 use crate::filenames::{current_file, lock_file, manifest_file, table_file};
 use crate::fs::{FileLock, FileSystem, RandomAccessFile};
+use crate::info_log::InfoLog;
 use crate::options::{IndexKind, Options};
 use crate::options_file::check_shape;
 use crate::types::FileNumber;
@@ -92,7 +93,10 @@ impl Db {
                 view.vlog.forget_segment(seg.id);
             }
         }
-        let recovered = Recovered::open_index(&options, &dir, catalog, Arc::new(view.vlog), true, view.tables)?;
+        // No LOG file: the writer owns it (and rotates it at its opens).
+        let info_log = Arc::new(InfoLog::silent(&dir));
+        let recovered =
+            Recovered::open_index(&options, &dir, catalog, Arc::new(view.vlog), true, view.tables, info_log)?;
         recovered.replay_tail(&options, &dir, log_head)?;
         let gc = new_collector(&options);
         let inner = recovered.into_inner(options, dir, gc, None);

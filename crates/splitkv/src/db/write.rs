@@ -301,8 +301,7 @@ impl DbInner {
 
     /// Poisons the write path: the log may hold part of a group, so its on-disk state is unknown.
     fn poison(&self, e: Error) -> Error {
-        let reason = e.to_string();
-        self.poisoned.lock().get_or_insert(reason);
+        self.poison_with(e.to_string());
         e
     }
 }

@@ -14,6 +14,7 @@ pub mod hash;
 pub mod lsm;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -22,11 +23,15 @@ use bytes::Bytes;
 
 use crate::error::Result;
 use crate::fs::{FileSystem, RandomAccessFile};
-use crate::iter::InternalIterator;
+use crate::info_log::InfoLog;
+use crate::iter::{entry_pointer, InternalIterator};
 use crate::options::{IndexKind, Options};
 use crate::snapshot::SnapshotList;
-use crate::stats::{Counters, Stats};
-use crate::types::{FileNumber, LogPosition, SegmentId, SequenceNumber, ValuePointer};
+use crate::stats::{Counters, RangeSize, Stats};
+use crate::types::{
+    parse_internal_key, seek_key, FileNumber, LogPosition, SegmentId, SequenceNumber, ValueKind, ValuePointer,
+    MAX_SEQUENCE,
+};
 use crate::version::Catalog;
 use crate::vlog::{RecordKind, ReplayedRecord, SegmentInfo, ValueLog};
 
@@ -185,6 +190,15 @@ pub trait Index: Send + Sync {
     fn fill_stats(&self, stats: &mut Stats);
     /// An index-specific property (`splitkv.…`).
     fn property(&self, name: &str) -> Option<String>;
+    /// Estimates the bytes the keys in the range take, as a reader at `seq` sees them. This
+    /// default walks the index's cursor over the range (exact, but its cost grows with the
+    /// range, and an unordered index sorts every key first); indexes with per-file metadata
+    /// answer from it instead.
+    fn approximate_size(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, seq: SequenceNumber) -> Result<RangeSize> {
+        let mut it = self.iter(seq, false)?;
+        let (index_bytes, value_log_bytes) = range_entry_bytes(&mut it, start, end, seq)?;
+        Ok(RangeSize { index_bytes, value_log_bytes, memtable_bytes: 0 })
+    }
     /// Counts, by walking every version in the index, the live record bytes of every segment
     /// before `applied_before` (all of whose records the index has received) that the survey
     /// can count exactly, and hands the count to `record` while no background work of the index
@@ -214,6 +228,50 @@ pub trait Index: Send + Sync {
     }
 }
 
+/// Bytes of the entries of `it` in the range that a reader at `seq` sees (the newest version of
+/// each key, deletes left out): `(key + stored value bytes, value-log record bytes the entries
+/// point to)`.
+pub(crate) fn range_entry_bytes(
+    it: &mut dyn InternalIterator,
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+    seq: SequenceNumber,
+) -> Result<(u64, u64)> {
+    match start {
+        Bound::Included(k) | Bound::Excluded(k) => it.seek(&seek_key(k, SequenceNumber(MAX_SEQUENCE)))?,
+        Bound::Unbounded => it.seek_to_first()?,
+    }
+    let (mut entry_bytes, mut value_bytes) = (0u64, 0u64);
+    let mut last_key: Option<Vec<u8>> = None;
+    while it.valid() {
+        let Some(parsed) = parse_internal_key(it.key()) else {
+            return Err(it.entry_origin().corruption("malformed internal key"));
+        };
+        let key = parsed.user_key;
+        let past_end = match end {
+            Bound::Included(e) => key > e,
+            Bound::Excluded(e) => key >= e,
+            Bound::Unbounded => false,
+        };
+        if past_end {
+            break;
+        }
+        let skipped_start = matches!(start, Bound::Excluded(s) if key == s);
+        let newest_visible = parsed.sequence <= seq && last_key.as_deref() != Some(key);
+        if newest_visible {
+            last_key = Some(key.to_vec());
+        }
+        if newest_visible && !skipped_start && parsed.kind != ValueKind::Deletion {
+            entry_bytes += (it.key().len() + it.value().len()) as u64;
+            if let Some(ptr) = entry_pointer(&*it, parsed.kind)? {
+                value_bytes += u64::from(ptr.len);
+            }
+        }
+        it.next()?;
+    }
+    Ok((entry_bytes, value_bytes))
+}
+
 /// Everything an index needs from the database to open.
 pub struct IndexParts {
     /// Database options.
@@ -236,6 +294,8 @@ pub struct IndexParts {
     /// Read-only: the table files opened at open, served instead of opening their paths (a live
     /// writer may delete them). Empty otherwise.
     pub pinned_tables: HashMap<FileNumber, Arc<dyn RandomAccessFile>>,
+    /// Where the index reports what it did (flushes, compactions, stalls, errors).
+    pub info_log: Arc<InfoLog>,
 }
 
 /// Opens the index kind `parts.options.index` names over the recovered catalog. The log tail

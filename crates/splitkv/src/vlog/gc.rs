@@ -101,6 +101,9 @@ pub trait GcHost: Send + Sync {
     fn release_segment(&self, id: SegmentId) -> Result<()>;
     /// File system and directory, for scanning and punching.
     fn files(&self) -> (&dyn FileSystem, &Path);
+    /// Told after every run that cleaned, punched or released something, with what it did and
+    /// how long it took (for the database's LOG).
+    fn on_gc_run(&self, _outcome: &GcOutcome, _took: std::time::Duration) {}
 }
 
 /// Collector settings.
@@ -399,6 +402,15 @@ impl GarbageCollector {
     }
 
     fn run_once_among(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<GcOutcome> {
+        let started = std::time::Instant::now();
+        let outcome = self.clean_once_among(host, force, among)?;
+        if outcome.victim.is_some() || !outcome.segments_released.is_empty() || outcome.bytes_punched > 0 {
+            host.on_gc_run(&outcome, started.elapsed());
+        }
+        Ok(outcome)
+    }
+
+    fn clean_once_among(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<GcOutcome> {
         let _one_run_at_a_time = self.run_lock.lock();
         let mut outcome = GcOutcome::default();
         self.do_ready_work(host, &mut outcome)?;

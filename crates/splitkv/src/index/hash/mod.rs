@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
+use tracing::Level;
 
 use self::slot::{key_hash, SlotPayload, SlotState};
 use self::table::{Table, TableOp};
@@ -36,6 +37,7 @@ use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, L
 use crate::error::{Error, Result};
 use crate::filenames::{hash_table_file, segment_file, temp_file};
 use crate::fs::FileSystem;
+use crate::info_log::{log_event, InfoLog};
 use crate::iter::vec::VecIterator;
 use crate::iter::InternalIterator;
 use crate::snapshot::SnapshotList;
@@ -96,6 +98,7 @@ pub struct HashIndex {
     failed: Mutex<Option<String>>,
     checkpoints: AtomicU64,
     growths: AtomicU64,
+    info_log: Arc<InfoLog>,
 }
 
 impl HashIndex {
@@ -144,6 +147,7 @@ impl HashIndex {
             failed: Mutex::new(None),
             checkpoints: AtomicU64::new(0),
             growths: AtomicU64::new(0),
+            info_log: parts.info_log,
         })
     }
 
@@ -258,6 +262,8 @@ impl HashIndex {
     /// Makes the log durable, applies `recent` to the table, and records the new log head.
     fn checkpoint(&self) -> Result<()> {
         self.check_failed()?;
+        let started = std::time::Instant::now();
+        let keys;
         // No record is appended concurrently (the write leader calls `make_room`): everything
         // in `recent` lies before this head.
         let head = self.log.head();
@@ -306,23 +312,39 @@ impl HashIndex {
                 *garbage.entry(segment).or_default() += bytes;
             }
             last_applied = state.recent.values().map(|v| v.seq).max();
+            keys = state.recent.len();
             state.recent.clear();
             state.recent_bytes = 0;
         }
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
         let segments = self.log.segments();
+        let garbage_bytes: u64 = garbage.values().sum();
         self.catalog.record_with(|set| VersionEdit {
             log_head: Some(head),
             last_sequence: last_applied,
             segment_garbage: garbage.into_iter().collect(),
             added_segments: segments.iter().map(|s| s.id).filter(|id| set.is_unrecorded_segment(*id)).collect(),
             ..VersionEdit::default()
-        })
+        })?;
+        log_event!(
+            self.info_log,
+            Level::INFO,
+            keys = keys as u64,
+            garbage_bytes,
+            log_head = %format_args!("{}:{}", head.segment.0, head.offset),
+            micros = started.elapsed().as_micros() as u64,
+            "checkpoint finished"
+        );
+        Ok(())
     }
 
     /// Remembers that the table could not be written; every later write fails with `e`'s reason.
     fn fail(&self, e: Error) -> Error {
-        self.failed.lock().get_or_insert_with(|| e.to_string());
+        let mut failed = self.failed.lock();
+        if failed.is_none() {
+            log_event!(self.info_log, Level::ERROR, error = %e, "hash table failed: writes stop until reopen");
+            *failed = Some(e.to_string());
+        }
         e
     }
 
@@ -350,6 +372,7 @@ impl HashIndex {
             Ok(grown) => {
                 state.table = grown;
                 self.growths.fetch_add(1, Ordering::Relaxed);
+                log_event!(self.info_log, Level::INFO, entries, buckets, "hash table grew");
                 Ok(())
             }
             Err(e) => Err(self.fail(e)),

@@ -11,11 +11,15 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::Level;
 
 use super::Shared;
 use crate::compaction::exec::TableSink;
 use crate::error::Result;
 use crate::filenames::{parse_file_name, FileKind};
+use crate::info_log::{log_event, ListDisplay};
 use crate::iter::{entry_pointer, InternalIterator};
 use crate::memtable::Memtable;
 use crate::stats::Counters;
@@ -35,13 +39,29 @@ impl Shared {
             (imm, state.mem.log_start())
         };
         let mut allocated = Vec::new();
+        let started = Instant::now();
         let result = self.write_flush(&imm, log_head, &mut allocated);
+        match &result {
+            Ok(flushed) => log_event!(
+                self.info_log,
+                Level::INFO,
+                entries = imm.len() as u64,
+                memtable_bytes = imm.approximate_bytes() as u64,
+                tables = %ListDisplay(&flushed.tables),
+                bytes = flushed.bytes,
+                range_deletes = flushed.range_deletes,
+                log_head = %format_args!("{}:{}", log_head.segment.0, log_head.offset),
+                micros = started.elapsed().as_micros() as u64,
+                "flush finished"
+            ),
+            Err(e) => log_event!(self.info_log, Level::ERROR, error = %e, "flush failed"),
+        }
         let mut state = self.state.lock();
         state.flushing = false;
         for n in &allocated {
             state.pending_outputs.remove(n);
         }
-        let result = result.and_then(|()| {
+        let result = result.and_then(|_| {
             state.imm = None;
             self.install_super_version(&state);
             Counters::add(&self.counters.flushes, 1);
@@ -66,7 +86,13 @@ impl Shared {
         n
     }
 
-    fn write_flush(&self, imm: &Arc<Memtable>, log_head: LogPosition, allocated: &mut Vec<FileNumber>) -> Result<()> {
+    fn write_flush(
+        &self,
+        imm: &Arc<Memtable>,
+        log_head: LogPosition,
+        allocated: &mut Vec<FileNumber>,
+    ) -> Result<Flushed> {
+        let mut flushed = Flushed::default();
         let mut edit = VersionEdit::default();
         let mut dropped_pointers = Vec::new();
         let tombstones = imm.range_tombstones();
@@ -108,8 +134,11 @@ impl Shared {
             }
             let (outputs, bytes) = sink.finish()?;
             Counters::add(&self.counters.flush_bytes_written, bytes);
+            flushed.tables = outputs.iter().map(|meta| meta.number.0).collect();
+            flushed.bytes = bytes;
             edit.new_files.extend(outputs.into_iter().map(|meta| (0, meta)));
         }
+        flushed.range_deletes = tombstones.len() as u64;
         edit.range_tombstones_added = tombstones;
         // The table's pointers must not reach disk before the records they point to.
         self.log.sync()?;
@@ -125,7 +154,8 @@ impl Shared {
         self.catalog.record_with(|set| {
             edit.added_segments = segments.iter().map(|s| s.id).filter(|id| set.is_unrecorded_segment(*id)).collect();
             edit
-        })
+        })?;
+        Ok(flushed)
     }
 
     /// Deletes files no live version needs, leaving alone outputs that may be in progress.
@@ -165,4 +195,15 @@ impl Shared {
             }
         }
     }
+}
+
+/// What a flush wrote, for the LOG.
+#[derive(Debug, Default)]
+struct Flushed {
+    /// Numbers of the level-0 tables written.
+    tables: Vec<u64>,
+    /// Their bytes.
+    bytes: u64,
+    /// Range deletes the flush moved into the version.
+    range_deletes: u64,
 }

@@ -7,7 +7,11 @@
 //! - `flush`: frozen memtable -> level-0 table, and obsolete-file deletion;
 //! - `scheduler`: the background workers, compaction picking and publishing, manual compaction;
 //! - `partitions`: the partition map, dropping tables a range delete covers, retiring deletes;
-//! - `survey`: counting live value-log bytes for garbage surveys.
+//! - `survey`: counting live value-log bytes for garbage surveys;
+//! - `sizes`: key-range size estimates from table metadata.
+//!
+//! Flushes, compactions, stalls and background errors are reported to the database's
+//! [`InfoLog`].
 //!
 //! Writers are delayed at the L0 slowdown trigger and blocked at the stop trigger or while the
 //! frozen memtable is still being flushed; stall time is counted by cause.
@@ -22,9 +26,11 @@ mod flush;
 mod partitions;
 mod read;
 mod scheduler;
+mod sizes;
 mod survey;
 
 use std::collections::HashSet;
+use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -39,6 +45,7 @@ use crate::compaction::picker::{InFlight, PickSettings};
 use crate::compaction::{CompactionListener, CompactionPolicy};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
+use crate::info_log::{log_event, InfoLog, StallCause, INDEX_STALLS};
 use crate::iter::level::LevelFile;
 use crate::iter::InternalIterator;
 use crate::memtable::Memtable;
@@ -46,7 +53,7 @@ use crate::options::Options;
 use crate::range_del::RangeTombstone;
 use crate::snapshot::SnapshotList;
 use crate::sstable::{BlockCache, IndexLearning, TableCache, TableOptions};
-use crate::stats::{Counters, IndexBlockStats, LevelStats, Stats};
+use crate::stats::{Counters, IndexBlockStats, LevelStats, RangeSize, Stats};
 use crate::types::{FileNumber, SegmentId, SequenceNumber, ValueKind};
 use crate::version::{Catalog, Version};
 
@@ -130,6 +137,7 @@ struct Shared {
     listener: Option<Arc<dyn CompactionListener>>,
     pick_settings: PickSettings,
     started: Instant,
+    info_log: Arc<InfoLog>,
 }
 
 /// The LSM-tree index.
@@ -190,6 +198,7 @@ impl LsmIndex {
             listener: options.compaction_listener.clone(),
             pick_settings: scheduler::pick_settings(&options),
             started: Instant::now(),
+            info_log: parts.info_log,
             options,
         });
         let index = LsmIndex { shared, background: Mutex::new(Vec::new()) };
@@ -287,6 +296,7 @@ impl Shared {
     fn set_bg_error(&self, state: &mut State, err: &Error) {
         if state.bg_error.is_none() {
             state.bg_error = Some(err.to_string());
+            log_event!(self.info_log, tracing::Level::ERROR, error = %err, "background error: writes stop until reopen");
         }
         self.done_cv.notify_all();
     }
@@ -313,6 +323,7 @@ impl Index for LsmIndex {
         let o = &s.options;
         let mut allow_delay = !force;
         let mut force = force;
+        let mut stalled_for = [false; 3];
         let mut state = s.state.lock();
         loop {
             if let Some(e) = &state.bg_error {
@@ -325,6 +336,8 @@ impl Index for LsmIndex {
             if allow_delay && l0 >= o.level0_slowdown_writes_trigger {
                 // Spread the slowdown over many writes instead of stopping one for long.
                 drop(state);
+                stalled_for[0] = true;
+                s.info_log.stall_began(StallCause::L0Slowdown, &format_args!("{l0} level-0 files"));
                 let start = Instant::now();
                 std::thread::sleep(Duration::from_millis(1));
                 Counters::add(&s.counters.stall_slowdown_micros, start.elapsed().as_micros() as u64);
@@ -334,6 +347,8 @@ impl Index for LsmIndex {
             }
             let mem_full = state.mem.approximate_bytes() >= o.write_buffer_size;
             if !force && !mem_full {
+                s.info_log
+                    .stalls_ended(INDEX_STALLS.into_iter().zip(stalled_for).filter(|(_, now)| !now).map(|(c, _)| c));
                 return Ok(());
             }
             // An empty memtable is frozen only to move the recorded log head past a sealed
@@ -342,6 +357,14 @@ impl Index for LsmIndex {
                 return Ok(());
             }
             if state.imm.is_some() || l0 >= o.level0_stop_writes_trigger {
+                let (cause, detail) = if l0 >= o.level0_stop_writes_trigger {
+                    stalled_for[1] = true;
+                    (StallCause::L0Stop, format!("{l0} level-0 files"))
+                } else {
+                    stalled_for[2] = true;
+                    (StallCause::MemtableFull, "the previous memtable is still being flushed".to_string())
+                };
+                s.info_log.stall_began(cause, &detail);
                 let start = Instant::now();
                 s.work_cv.notify_all();
                 s.done_cv.wait(&mut state);
@@ -474,6 +497,15 @@ impl Index for LsmIndex {
                 Some(out)
             }
             "splitkv.index-blocks" => Some(format!("{:#?}", self.shared.index_block_stats(&sv))),
+            // RocksDB's table: files and megabytes per level.
+            "splitkv.levelstats" => {
+                let mut out = crate::stats::level_stats_header();
+                for level in 0..sv.version.num_levels() {
+                    let (files, bytes) = (sv.version.files(level).len(), sv.version.level_bytes(level));
+                    out.push_str(&format!("{level:>5} {files:>5} {:>8.1}\n", bytes as f64 / (1024.0 * 1024.0)));
+                }
+                Some(out)
+            }
             "splitkv.memtable-bytes" => {
                 Some((sv.mem.approximate_bytes() + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes())).to_string())
             }
@@ -489,6 +521,10 @@ impl Index for LsmIndex {
             }
             _ => None,
         }
+    }
+
+    fn approximate_size(&self, start: Bound<&[u8]>, end: Bound<&[u8]>, seq: SequenceNumber) -> Result<RangeSize> {
+        self.shared.approximate_size(start, end, seq)
     }
 
     fn survey_live(

@@ -7,7 +7,7 @@
 //! Workers pick under the state lock and mark their inputs busy in [`InFlight`] before releasing
 //! it, so concurrent compactions never share files or write overlapping ranges into one level; a
 //! manual compaction excludes them all (`compaction_lock`). Each finished compaction is reported
-//! to the policy (its level and duration) and to the optional listener.
+//! to the policy (its level and duration), to the optional listener and to the LOG.
 //!
 //! A range delete may drop tables while a compaction reads them (see `partitions`); the
 //! compaction then publishes nothing (its outputs hold only what the delete hid or what the
@@ -15,6 +15,8 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use tracing::Level;
 
 use super::{Shared, State};
 use crate::compaction::exec::{self, CompactionContext};
@@ -24,6 +26,7 @@ use crate::compaction::{
     TimeSlicePolicy,
 };
 use crate::error::{Error, Result};
+use crate::info_log::{log_event, ListDisplay};
 use crate::options::{CompactionPolicyKind, Options};
 use crate::stats::Counters;
 use crate::version::{FileMetaData, VersionEdit, VersionSet};
@@ -117,18 +120,40 @@ impl Shared {
             match result {
                 Ok(summary) => {
                     drop(state);
-                    if let Some(listener) = self.listener.clone() {
-                        listener.on_compaction_completed(&summary.event(reason.1, started_ms, duration, holder));
-                    }
+                    self.report_compaction(&summary.event(reason.1, started_ms, duration, holder), &summary);
                     let upkeep = self.after_tree_change();
                     state = self.state.lock();
                     if let Err(e) = upkeep {
                         self.set_bg_error(&mut state, &e);
                     }
                 }
-                Err(e) => self.set_bg_error(&mut state, &e),
+                Err(e) => {
+                    log_event!(self.info_log, Level::ERROR, level = reason.0, error = %e, "compaction failed");
+                    self.set_bg_error(&mut state, &e);
+                }
             }
         }
+    }
+
+    /// Tells the listener and the LOG about a finished compaction.
+    fn report_compaction(&self, event: &CompactionEvent, summary: &CompactionSummary) {
+        if let Some(listener) = &self.listener {
+            listener.on_compaction_completed(event);
+        }
+        log_event!(
+            self.info_log,
+            Level::INFO,
+            level = event.level,
+            reason = event.reason.name(),
+            inputs = %ListDisplay(&summary.inputs[0]),
+            inputs_below = %ListDisplay(&summary.inputs[1]),
+            input_bytes = event.input_bytes[0] + event.input_bytes[1],
+            outputs = %ListDisplay(&summary.outputs),
+            output_bytes = event.output_bytes,
+            trivial_move = event.trivial_move,
+            micros = event.duration_micros,
+            "compaction finished"
+        );
     }
 
     /// Asks the policy for a level and the picker for free inputs there. Levels whose every
@@ -150,6 +175,7 @@ impl Shared {
         let mut summary = CompactionSummary {
             level,
             input_files: [compaction.inputs[0].len(), compaction.inputs[1].len()],
+            inputs: [0, 1].map(|which| compaction.inputs[which].iter().map(|f| f.number.0).collect()),
             input_bytes: {
                 let (a, b) = compaction.input_bytes();
                 [a, b]
@@ -180,6 +206,7 @@ impl Shared {
             drop(compaction);
             self.delete_obsolete_files();
             summary.trivial_move = true;
+            summary.outputs = summary.inputs[0].clone();
             return Ok(summary);
         }
 
@@ -233,6 +260,7 @@ impl Shared {
             }
         };
         summary.output_files = res.outputs.len();
+        summary.outputs = res.outputs.iter().map(|meta| meta.number.0).collect();
         summary.output_bytes = res.bytes_written;
         edit.new_files.extend(res.outputs.into_iter().map(|meta| (level + 1, meta)));
         // The outputs stay pending until the edit lists them, or obsolete-file deletion running
@@ -289,15 +317,11 @@ impl Shared {
                 let started_ms = self.scheduler_state().now_ms;
                 let timer = Instant::now();
                 let summary = self.run_compaction(c)?;
-                if let Some(listener) = &self.listener {
-                    let holder = self.state.lock().policy.slice_holder();
-                    listener.on_compaction_completed(&summary.event(
-                        PickReason::Manual,
-                        started_ms,
-                        timer.elapsed(),
-                        holder,
-                    ));
-                }
+                let holder = self.state.lock().policy.slice_holder();
+                self.report_compaction(
+                    &summary.event(PickReason::Manual, started_ms, timer.elapsed(), holder),
+                    &summary,
+                );
             }
         }
         // Workers that found nothing to do before may find work in the new shape of the tree.
@@ -315,6 +339,10 @@ pub(super) struct CompactionSummary {
     output_files: usize,
     output_bytes: u64,
     trivial_move: bool,
+    /// Input table numbers from `level` and from `level + 1`.
+    inputs: [Vec<u64>; 2],
+    /// Output table numbers (the moved table for a trivial move).
+    outputs: Vec<u64>,
 }
 
 impl CompactionSummary {
