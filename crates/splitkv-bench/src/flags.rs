@@ -531,7 +531,7 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
         }
         "gc_policy" => {
             let name = text()?;
-            splitkv::options::GcPolicyKind::parse(name).ok_or_else(|| bad("oldest, greedy or costbenefit"))?;
+            splitkv::GcPolicyKind::parse(name).ok_or_else(|| bad("oldest, greedy or costbenefit"))?;
             flags.gc_policy = Some(name.to_owned());
         }
         "gc_threshold" => {

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Benchmark threads add each finished operation to a shared [`LiveReport`] (an atomic count
-//! and the engine's lock-free latency histogram, `splitkv::stats::LatencyHistogram`); a reporter
+//! and the engine's lock-free latency histogram, `splitkv::LatencyHistogram`); a reporter
 //! thread wakes every interval, takes the difference since its last look and writes a line.
 //! The last, partial interval is written when the benchmark ends. Without the flag nothing is
 //! shared and nothing runs. `max_micros` of an interval is the top of its highest histogram
@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use splitkv::stats::{HistogramSnapshot, LatencyHistogram};
+use splitkv::{HistogramSnapshot, LatencyHistogram};
 
 /// What the benchmark threads record for the reporter.
 #[derive(Debug, Default)]

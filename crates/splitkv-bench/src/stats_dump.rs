@@ -25,9 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use splitkv::compaction::{CompactionEvent, CompactionListener, LevelsSnapshot};
-use splitkv::stats::Stats;
-use splitkv::{Db, Options};
+use splitkv::compaction::LevelsSnapshot;
+use splitkv::{CompactionEvent, CompactionListener, Db, Options, Stats};
 
 type Sink = Arc<Mutex<BufWriter<File>>>;
 

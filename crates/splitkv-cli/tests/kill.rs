@@ -60,8 +60,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use splitkv::options::{IndexKind, Options};
-use splitkv::{Db, Keyspace, ReadOptions, WriteBatch, WriteOptions};
+use splitkv::{Db, IndexKind, Keyspace, Options, ReadOptions, WriteBatch, WriteOptions};
 
 /// Kills per LSM case in a normal run; five modes make 100 kills.
 const DEFAULT_ROUNDS: u32 = 20;

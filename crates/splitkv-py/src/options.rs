@@ -12,8 +12,7 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
-use splitkv::options::{CompactionPolicyKind, GcPolicyKind};
-use splitkv::{CompressionType, IndexBlockKind, IndexKind, Options};
+use splitkv::{CompactionPolicyKind, CompressionType, GcPolicyKind, IndexBlockKind, IndexKind, Options};
 
 use crate::convert::type_name;
 

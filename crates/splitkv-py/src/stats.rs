@@ -1,13 +1,12 @@
 //! Engine reports as Python dicts: `DB.stats()` and `DB.run_gc()`.
 //!
-//! Keys are the engine's field names, so the Rust documentation of `splitkv::stats::Stats`
+//! Keys are the engine's field names, so the Rust documentation of `splitkv::Stats`
 //! describes each; the derived figures (`write_amplification`, `sstable_bytes`, `vlog_bytes`,
 //! `vlog_garbage_bytes`) are added beside the counters they come from.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use splitkv::stats::Stats;
-use splitkv::vlog::gc::GcOutcome;
+use splitkv::{GcOutcome, Stats};
 
 /// `stats` as a dict.
 pub fn to_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {

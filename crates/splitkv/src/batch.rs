@@ -43,14 +43,6 @@ impl BatchOp {
             BatchOp::DeleteRange { start, .. } => start,
         }
     }
-
-    /// The value of a put, `None` for a delete or a range delete.
-    pub fn value(&self) -> Option<&[u8]> {
-        match self {
-            BatchOp::Put { value, .. } => Some(value),
-            BatchOp::Delete { .. } | BatchOp::DeleteRange { .. } => None,
-        }
-    }
 }
 
 /// An ordered list of writes applied atomically by [`crate::Db::write`].
@@ -194,7 +186,7 @@ impl WriteBatch {
     }
 
     /// The operations in order.
-    pub fn ops(&self) -> &[BatchOp] {
+    pub(crate) fn ops(&self) -> &[BatchOp] {
         &self.ops
     }
 

@@ -11,9 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use common::{dump, small_options, value_for, CrashEnv};
-use splitkv::compaction::{CompactionEvent, CompactionListener, PickReason};
-use splitkv::options::CompactionPolicyKind;
-use splitkv::{Db, IndexKind, Options};
+use splitkv::{CompactionEvent, CompactionListener, CompactionPolicyKind, Db, IndexKind, Options, PickReason};
 
 /// Collects every event.
 #[derive(Default)]

@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use common::{dump, index_kinds, key, small_options, value_for, CrashEnv};
 use splitkv::fs::{Fault, FaultKind};
-use splitkv::options::GcPolicyKind;
-use splitkv::{Db, IndexKind, Options, ReadOptions, Result, WriteOptions};
+use splitkv::{Db, GcPolicyKind, IndexKind, Options, ReadOptions, Result, WriteOptions};
 
 fn gc_options(kind: IndexKind, policy: GcPolicyKind) -> Options {
     Options { value_threshold: 256, background_gc: false, gc_policy: policy, ..small_options(kind, 256) }

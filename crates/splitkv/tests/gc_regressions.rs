@@ -11,10 +11,9 @@ use std::sync::Arc;
 
 use common::{dump, index_kinds, key, small_options, value_for, CrashEnv};
 use splitkv::filenames::segment_file;
-use splitkv::options::GcPolicyKind;
 use splitkv::version::VersionSet;
 use splitkv::vlog::scan_segment;
-use splitkv::{Db, Error, IndexKind, Options, ReadOptions, Result, WriteOptions};
+use splitkv::{Db, Error, GcPolicyKind, IndexKind, Options, ReadOptions, Result, WriteOptions};
 
 fn gc_options(kind: IndexKind) -> Options {
     Options { value_threshold: 256, background_gc: false, gc_policy: GcPolicyKind::Greedy, ..small_options(kind, 256) }

@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use common::{index_kinds, small_options, value_for, CrashEnv};
 use splitkv::fs::{Fault, FaultKind, FileSystem, MemFileSystem};
-use splitkv::info_log::InfoLogOptions;
-use splitkv::{Db, IndexKind, Options, Result};
+use splitkv::{Db, IndexKind, InfoLogOptions, Options, Result};
 
 /// Every LOG file in `/db`, oldest first, concatenated.
 fn log_text(fs: &dyn FileSystem) -> String {

@@ -23,8 +23,7 @@ use std::collections::BTreeMap;
 use common::{lsm_matrix, matrix, Case, CrashEnv};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use splitkv::options::CompactionPolicyKind;
-use splitkv::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use splitkv::{CompactionPolicyKind, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 type Change = (Vec<u8>, Option<Vec<u8>>);

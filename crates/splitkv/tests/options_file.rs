@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use common::{file_contents, small_options, HASH};
 use splitkv::fs::{FaultKind, FileSystem, MemFileSystem};
-use splitkv::options::GcPolicyKind;
-use splitkv::{CompressionType, Db, Error, IndexKind, Options, Result};
+use splitkv::{CompressionType, Db, Error, GcPolicyKind, IndexKind, Options, Result};
 
 fn dir() -> &'static Path {
     Path::new("/db")

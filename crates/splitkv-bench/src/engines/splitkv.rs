@@ -7,8 +7,7 @@
 
 use std::sync::Arc;
 
-use splitkv::options::CompactionPolicyKind;
-use splitkv::{CompressionType, Db, IndexKind, Options, ReadOptions, WriteBatch, WriteOptions};
+use splitkv::{CompactionPolicyKind, CompressionType, Db, IndexKind, Options, ReadOptions, WriteBatch, WriteOptions};
 
 use super::{BenchResult, Direction, Engine, WriteCounters, WriteOp};
 use crate::flags::{Compression, Flags, PolicyFlag};
@@ -109,7 +108,7 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(n) = flags.segment_size {
         options.segment_size = n;
     }
-    if let Some(p) = flags.gc_policy.as_deref().and_then(splitkv::options::GcPolicyKind::parse) {
+    if let Some(p) = flags.gc_policy.as_deref().and_then(splitkv::GcPolicyKind::parse) {
         options.gc_policy = p;
     }
     if let Some(t) = flags.gc_threshold {

@@ -1,6 +1,6 @@
 //! Maintenance: `compact`, `gc`, `checkpoint` and `stats`.
 //!
-//! `stats` reports the engine's own [`splitkv::stats::Stats`] for the database as this process
+//! `stats` reports the engine's own [`splitkv::Stats`] for the database as this process
 //! opened it (read-only, so also while another process has it open): the shape (levels,
 //! segments, log head) is the database's, while the counters (bytes written, reads, stalls)
 //! cover only this process's short life and are mostly zero.
@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use serde_json::json;
-use splitkv::stats::Stats;
+use splitkv::Stats;
 
 use super::{open_db, open_read_only, print_json, CliError, Exit, Output};
 use crate::format;

@@ -12,7 +12,7 @@
 //! - `manifest`: the MANIFEST record format and the `CURRENT` pointer file.
 //!
 //! A `Version` also carries the database's durable range deletes (recorded when the memtable
-//! holding them is flushed; see [`crate::range_del`]) and its partition map: split keys that no
+//! holding them is flushed; see `crate::range_del`) and its partition map: split keys that no
 //! table written since the split straddles, so that the tables of a deleted key range can be
 //! dropped whole (TridentKV's partitions, as output boundaries of one shared tree).
 //!

@@ -38,7 +38,7 @@ use crate::types::SequenceNumber;
 pub struct TableOp<'a> {
     /// The user key.
     pub key: &'a [u8],
-    /// Its [`key_hash`].
+    /// Its [`key_hash`](super::slot::key_hash).
     pub hash: u64,
     /// The new newest version, or `None` to remove the key.
     pub set: Option<SlotPayload>,

@@ -11,7 +11,7 @@
 //! - `sizes`: key-range size estimates from table metadata.
 //!
 //! Flushes, compactions, stalls and background errors are reported to the database's
-//! [`InfoLog`].
+//! `InfoLog` (the `LOG` file and `tracing` events).
 //!
 //! Writers are delayed at the L0 slowdown trigger and blocked at the stop trigger or while the
 //! frozen memtable is still being flushed; stall time is counted by cause.
