@@ -3,6 +3,9 @@
 //! Decoders take a cursor (`&mut &[u8]`) and return `None` on truncated or over-long input;
 //! callers turn that into [`crate::Error::Corruption`] with the file and offset they know.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 /// Appends a varint-encoded `u64` (LEB128, at most 10 bytes).
 pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -27,7 +30,7 @@ pub fn get_varint64(src: &mut &[u8]) -> Option<u64> {
         }
         result |= bits << (7 * i);
         if b < 0x80 {
-            *src = &src[i + 1..];
+            *src = src.get(i + 1..)?;
             return Some(result);
         }
     }

@@ -6,6 +6,9 @@
 //! The value stored next to an internal key depends on its [`ValueKind`]: the value itself
 //! (`Inline`), an encoded [`ValuePointer`] into the value log (`Pointer`), or nothing (`Deletion`).
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -119,16 +122,14 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
     })
 }
 
-/// The user-key part of an internal key (the whole slice if it is too short to have a trailer).
+/// The user-key part of an internal key (empty if it is too short to have a trailer, so that
+/// such a key sorts first).
 pub fn user_key(ikey: &[u8]) -> &[u8] {
-    &ikey[..ikey.len().saturating_sub(TRAILER_LEN)]
+    ikey.split_last_chunk::<TRAILER_LEN>().map_or(&[], |(user_key, _)| user_key)
 }
 
 fn trailer(ikey: &[u8]) -> u64 {
-    match ikey.len().checked_sub(TRAILER_LEN) {
-        Some(split) => u64::from_le_bytes(ikey[split..].try_into().unwrap_or([0; 8])),
-        None => 0,
-    }
+    ikey.last_chunk::<TRAILER_LEN>().map_or(0, |trailer| u64::from_le_bytes(*trailer))
 }
 
 /// Orders internal keys: user key ascending, then trailer (sequence, kind) descending.

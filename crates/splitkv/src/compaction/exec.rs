@@ -130,23 +130,25 @@ impl<'a> TableSink<'a> {
         if crosses_split {
             self.finish_current()?;
         }
-        if self.current.is_none() {
-            let number = (self.new_file_number)();
-            let file = self.fs.create(&table_file(self.dir, number))?;
-            let next_split = self.partition_splits.partition_point(|s| s.as_slice() <= parsed.user_key);
-            self.current = Some(OpenOutput {
-                number,
-                builder: TableBuilder::new(file, self.options),
-                smallest: ikey.to_vec(),
-                largest: Vec::new(),
-                log_refs: BTreeMap::new(),
-                smallest_seq: parsed.sequence,
-                largest_seq: parsed.sequence,
-                ends_before: self.partition_splits.get(next_split).cloned(),
-                range_clean_below: self.range_clean_below,
-            });
-        }
-        let out = self.current.as_mut().expect("output opened above");
+        let out = match &mut self.current {
+            Some(out) => out,
+            slot @ None => {
+                let number = (self.new_file_number)();
+                let file = self.fs.create(&table_file(self.dir, number))?;
+                let next_split = self.partition_splits.partition_point(|s| s.as_slice() <= parsed.user_key);
+                slot.insert(OpenOutput {
+                    number,
+                    builder: TableBuilder::new(file, self.options),
+                    smallest: ikey.to_vec(),
+                    largest: Vec::new(),
+                    log_refs: BTreeMap::new(),
+                    smallest_seq: parsed.sequence,
+                    largest_seq: parsed.sequence,
+                    ends_before: self.partition_splits.get(next_split).cloned(),
+                    range_clean_below: self.range_clean_below,
+                })
+            }
+        };
         out.builder.add(ikey, value)?;
         out.smallest_seq = out.smallest_seq.min(parsed.sequence);
         out.largest_seq = out.largest_seq.max(parsed.sequence);

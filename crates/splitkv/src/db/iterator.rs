@@ -149,7 +149,8 @@ impl DbIterator {
     fn stored_key(&self) -> &[u8] {
         match &self.window {
             Some(w) => w.key(w.pos),
-            None => self.home_cursor().key(),
+            // Not positioned (`valid()` is false): no key.
+            None => self.cursor.as_ref().map_or(&[], |c| c.key()),
         }
     }
 
@@ -174,7 +175,7 @@ impl DbIterator {
                 BufferedValue::Malformed(origin) => return Err(self.malformed_pointer(origin.clone())),
             },
             None => {
-                let cursor = self.home_cursor();
+                let cursor = self.home_cursor()?;
                 if cursor.value_kind() != ValueKind::Pointer {
                     return Ok(Bytes::copy_from_slice(cursor.raw_value()));
                 }
@@ -184,19 +185,21 @@ impl DbIterator {
         let pointer = match pointer {
             Some(pointer) => pointer,
             None => {
-                let origin = self.home_cursor_mut().entry_origin()?;
+                let origin = self.home_cursor_mut()?.entry_origin()?;
                 return Err(self.malformed_pointer(origin));
             }
         };
         self.db.read_pointer(&pointer, self.stored_key())
     }
 
-    fn home_cursor(&self) -> &Cursor {
-        self.cursor.as_ref().expect("the cursor is home whenever no read-ahead window is active")
+    /// The index cursor, which is home whenever no read-ahead walk holds it (always, outside
+    /// read-ahead); an error rather than a panic if that ever failed to hold.
+    fn home_cursor(&self) -> Result<&Cursor> {
+        self.cursor.as_ref().ok_or_else(lost_cursor)
     }
 
-    fn home_cursor_mut(&mut self) -> &mut Cursor {
-        self.cursor.as_mut().expect("the cursor is home whenever no read-ahead window is active")
+    fn home_cursor_mut(&mut self) -> Result<&mut Cursor> {
+        self.cursor.as_mut().ok_or_else(lost_cursor)
     }
 
     fn malformed_pointer(&self, origin: EntryOrigin) -> Error {
@@ -220,7 +223,7 @@ impl DbIterator {
         self.next_window_entries = FIRST_WINDOW_ENTRIES;
         self.scanned = 0;
         self.value = Bytes::new();
-        seek(self.home_cursor_mut())?;
+        seek(self.home_cursor_mut()?)?;
         self.load_value()
     }
 
@@ -233,7 +236,7 @@ impl DbIterator {
             let key = self.stored_key().to_vec();
             self.stop_read_ahead();
             self.value = Bytes::new();
-            self.home_cursor_mut().seek(&key)?;
+            self.home_cursor_mut()?.seek(&key)?;
         }
         if self.last_move == Some(movement) {
             self.moves_in_a_row = self.moves_in_a_row.saturating_add(1);
@@ -242,12 +245,12 @@ impl DbIterator {
             self.moves_in_a_row = 1;
         }
         self.value = Bytes::new();
-        let cursor = self.home_cursor_mut();
+        let cursor = self.home_cursor_mut()?;
         match movement {
             Movement::Forward => cursor.next()?,
             Movement::Backward => cursor.prev()?,
         }
-        if self.prefetch && self.home_cursor().valid() {
+        if self.prefetch && self.home_cursor()?.valid() {
             let cached = self.db.scan_values_cached.load(Ordering::Relaxed);
             let start_after = if cached { PREFETCH_AFTER_MOVES_CACHED } else { PREFETCH_AFTER_MOVES };
             if self.moves_in_a_row >= start_after {
@@ -262,7 +265,7 @@ impl DbIterator {
 
     /// Checks whether the current value is in memory; if not, read-ahead starts early again.
     fn sample_residency(&self) {
-        let cursor = self.home_cursor();
+        let Some(cursor) = &self.cursor else { return };
         if cursor.value_kind() != ValueKind::Pointer || self.keys_only {
             return;
         }
@@ -292,9 +295,7 @@ impl DbIterator {
     /// Switches to read-ahead with the cursor's current entry as the first of the window.
     fn start_read_ahead(&mut self, movement: Movement) -> Result<()> {
         let plan = self.walk_plan(movement);
-        let Some(cursor) = self.cursor.take() else {
-            return Err(Error::InvalidArgument("the iterator lost its cursor".into()));
-        };
+        let Some(cursor) = self.cursor.take() else { return Err(lost_cursor()) };
         let walked = walk(cursor, true, &plan);
         self.install(walked)
     }
@@ -375,7 +376,7 @@ impl DbIterator {
 
     /// Loads the value of the entry the (home) cursor is on.
     fn load_value(&mut self) -> Result<()> {
-        let cursor = self.home_cursor();
+        let cursor = self.home_cursor()?;
         if !cursor.valid() || self.keys_only {
             self.value = Bytes::new();
             return Ok(());
@@ -384,13 +385,17 @@ impl DbIterator {
         self.value = match decoded {
             Some(Some(ptr)) => self.db.read_pointer(&ptr, cursor.key())?,
             Some(None) => {
-                let origin = self.home_cursor_mut().entry_origin()?;
+                let origin = self.home_cursor_mut()?.entry_origin()?;
                 return Err(self.malformed_pointer(origin));
             }
             None => Bytes::copy_from_slice(cursor.raw_value()),
         };
         Ok(())
     }
+}
+
+fn lost_cursor() -> Error {
+    Error::InvalidArgument("the iterator lost its cursor".into())
 }
 
 impl Drop for DbIterator {

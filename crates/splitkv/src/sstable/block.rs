@@ -13,6 +13,9 @@
 //! reported as a [`BlockError`] with the in-block offset; the caller adds file and block offset.
 //! Blocks are immutable and cheap to clone (`Bytes`); a [`BlockIter`] has one owner.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::cmp::Ordering;
 use std::ops::Range;
 
@@ -31,6 +34,8 @@ pub struct BlockError {
 }
 
 type BlockResult<T> = std::result::Result<T, BlockError>;
+
+const RUNS_PAST_END: &str = "entry runs past the end of the block";
 
 /// Length of the longest common prefix of `a` and `b`.
 pub fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
@@ -68,13 +73,15 @@ impl BlockBuilder {
             self.entries_since_restart = 0;
             0
         };
+        // `shared` never exceeds the key's length; storing the whole key would be correct anyway.
+        let (shared, non_shared) = key.split_at_checked(shared).map_or((0, key), |(head, tail)| (head.len(), tail));
         put_varint32(&mut self.buf, shared as u32);
-        put_varint32(&mut self.buf, (key.len() - shared) as u32);
+        put_varint32(&mut self.buf, non_shared.len() as u32);
         put_varint32(&mut self.buf, value.len() as u32);
-        self.buf.extend_from_slice(&key[shared..]);
+        self.buf.extend_from_slice(non_shared);
         self.buf.extend_from_slice(value);
         self.last_key.truncate(shared);
-        self.last_key.extend_from_slice(&key[shared..]);
+        self.last_key.extend_from_slice(non_shared);
         self.entries_since_restart += 1;
     }
 
@@ -127,10 +134,10 @@ impl Block {
     pub fn new(data: Bytes) -> BlockResult<Block> {
         let len = data.len();
         let err = |offset, reason| Err(BlockError { offset, reason });
-        if len < 4 {
+        let Some(&count) = data.last_chunk::<4>() else {
             return err(0, "block shorter than its restart count");
-        }
-        let num_restarts = u32::from_le_bytes([data[len - 4], data[len - 3], data[len - 2], data[len - 1]]) as usize;
+        };
+        let num_restarts = u32::from_le_bytes(count) as usize;
         if num_restarts == 0 || num_restarts > (len - 4) / 4 {
             return err(len - 4, "restart count does not fit the block");
         }
@@ -138,7 +145,7 @@ impl Block {
         let block = Block { data, restarts_start, num_restarts };
         let mut prev = None;
         for i in 0..num_restarts {
-            let r = block.restart_point(i);
+            let r = block.restart_point(i)?;
             let in_order = prev.is_none_or(|p| r > p);
             if !in_order || (r >= restarts_start && !(r == 0 && restarts_start == 0)) {
                 return err(restarts_start + 4 * i, "restart offset out of order or outside the entries");
@@ -153,27 +160,36 @@ impl Block {
         &self.data
     }
 
-    fn restart_point(&self, i: usize) -> usize {
+    /// Restart offset `i`. Restart indexes come from `0..num_restarts`, so the error is for a
+    /// bug, not for damaged input (`new` validated the array).
+    fn restart_point(&self, i: usize) -> BlockResult<usize> {
         let p = self.restarts_start + 4 * i;
-        u32::from_le_bytes([self.data[p], self.data[p + 1], self.data[p + 2], self.data[p + 3]]) as usize
+        match self.data.get(p..).and_then(<[u8]>::first_chunk::<4>) {
+            Some(&bytes) => Ok(u32::from_le_bytes(bytes) as usize),
+            None => Err(BlockError { offset: p, reason: "restart index past the restart array" }),
+        }
     }
 
     /// Decodes the entry header at `offset`: `(shared, non_shared, value_len, key_start)`.
     fn entry_header(&self, offset: usize) -> BlockResult<(usize, usize, usize, usize)> {
-        let area = &self.data[offset..self.restarts_start];
-        // Most entries have three one-byte varints.
-        let (shared, non_shared, value_len, header_len) = if area.len() >= 3 && (area[0] | area[1] | area[2]) < 0x80 {
-            (area[0] as usize, area[1] as usize, area[2] as usize, 3)
-        } else {
-            let mut src = area;
-            let bad = BlockError { offset, reason: "truncated entry header" };
-            let shared = get_varint32(&mut src).ok_or(bad)? as usize;
-            let non_shared = get_varint32(&mut src).ok_or(bad)? as usize;
-            let value_len = get_varint32(&mut src).ok_or(bad)? as usize;
-            (shared, non_shared, value_len, area.len() - src.len())
+        let area = self
+            .data
+            .get(offset..self.restarts_start)
+            .ok_or(BlockError { offset, reason: "entry offset outside the entry area" })?;
+        let (shared, non_shared, value_len, header_len) = match *area {
+            // Most entries have three one-byte varints.
+            [a, b, c, ..] if (a | b | c) < 0x80 => (a as usize, b as usize, c as usize, 3),
+            _ => {
+                let mut src = area;
+                let bad = BlockError { offset, reason: "truncated entry header" };
+                let shared = get_varint32(&mut src).ok_or(bad)? as usize;
+                let non_shared = get_varint32(&mut src).ok_or(bad)? as usize;
+                let value_len = get_varint32(&mut src).ok_or(bad)? as usize;
+                (shared, non_shared, value_len, area.len() - src.len())
+            }
         };
         if area.len() - header_len < non_shared + value_len {
-            return Err(BlockError { offset, reason: "entry runs past the end of the block" });
+            return Err(BlockError { offset, reason: RUNS_PAST_END });
         }
         Ok((shared, non_shared, value_len, offset + header_len))
     }
@@ -185,12 +201,12 @@ impl Block {
 
     /// The full key stored at restart point `i` (restart entries share nothing).
     fn restart_key(&self, i: usize) -> BlockResult<&[u8]> {
-        let offset = self.restart_point(i);
+        let offset = self.restart_point(i)?;
         let (shared, non_shared, _, key_start) = self.entry_header(offset)?;
         if shared != 0 {
             return Err(BlockError { offset, reason: "restart entry shares a key prefix" });
         }
-        Ok(&self.data[key_start..key_start + non_shared])
+        self.data.get(key_start..key_start + non_shared).ok_or(BlockError { offset, reason: RUNS_PAST_END })
     }
 }
 
@@ -203,10 +219,10 @@ impl Block {
             return Ok(out);
         }
         for i in 0..self.num_restarts {
-            let offset = self.restart_point(i);
+            let offset = self.restart_point(i)?;
             let (shared, non_shared, value_len, key_start) = self.entry_header(offset)?;
             let end = key_start + non_shared + value_len;
-            let next = if i + 1 < self.num_restarts { self.restart_point(i + 1) } else { self.restarts_start };
+            let next = if i + 1 < self.num_restarts { self.restart_point(i + 1)? } else { self.restarts_start };
             if shared != 0 || end != next {
                 return Err(BlockError { offset, reason: "index entry is not a whole-key restart entry" });
             }
@@ -257,7 +273,8 @@ impl BlockIter {
 
     /// The current value.
     pub fn value(&self) -> &[u8] {
-        &self.block.data[self.value_start..self.value_end]
+        // `parse_next` checked the range against the block; unpositioned, it is empty.
+        self.block.data.get(self.value_start..self.value_end).unwrap_or_default()
     }
 
     /// The current value as a zero-copy slice of the block.
@@ -277,10 +294,11 @@ impl BlockIter {
         self.restart_index = self.block.num_restarts;
     }
 
-    fn seek_to_restart(&mut self, i: usize) {
+    fn seek_to_restart(&mut self, i: usize) -> BlockResult<()> {
         self.key.clear();
         self.restart_index = i;
-        self.next_offset = self.block.restart_point(i);
+        self.next_offset = self.block.restart_point(i)?;
+        Ok(())
     }
 
     /// Decodes the entry at `next_offset`, or invalidates at the end of the entries.
@@ -302,13 +320,18 @@ impl BlockIter {
             self.invalidate();
             return Err(BlockError { offset, reason: "entry shares more bytes than the previous key has" });
         }
+        let Some(key_delta) = self.block.data.get(key_start..key_start + non_shared) else {
+            let offset = self.current;
+            self.invalidate();
+            return Err(BlockError { offset, reason: RUNS_PAST_END });
+        };
         self.key.truncate(shared);
-        self.key.extend_from_slice(&self.block.data[key_start..key_start + non_shared]);
+        self.key.extend_from_slice(key_delta);
         self.value_start = key_start + non_shared;
         self.value_end = self.value_start + value_len;
         self.next_offset = self.value_end;
         while self.restart_index + 1 < self.block.num_restarts
-            && self.block.restart_point(self.restart_index + 1) <= self.current
+            && self.block.restart_point(self.restart_index + 1)? <= self.current
         {
             self.restart_index += 1;
         }
@@ -317,13 +340,13 @@ impl BlockIter {
 
     /// Positions on the first entry.
     pub fn seek_to_first(&mut self) -> BlockResult<()> {
-        self.seek_to_restart(0);
+        self.seek_to_restart(0)?;
         self.parse_next()
     }
 
     /// Positions on the last entry.
     pub fn seek_to_last(&mut self) -> BlockResult<()> {
-        self.seek_to_restart(self.block.num_restarts - 1);
+        self.seek_to_restart(self.block.num_restarts - 1)?;
         self.parse_next()?;
         while self.valid() && self.next_offset < self.block.restarts_start {
             self.parse_next()?;
@@ -343,14 +366,14 @@ impl BlockIter {
         let original = self.current;
         // Entries only chain forward, so back up to the restart before `original` and rescan.
         let mut r = self.restart_index;
-        while self.block.restart_point(r) >= original {
+        while self.block.restart_point(r)? >= original {
             if r == 0 {
                 self.invalidate();
                 return Ok(());
             }
             r -= 1;
         }
-        self.seek_to_restart(r);
+        self.seek_to_restart(r)?;
         loop {
             self.parse_next()?;
             if !self.valid() || self.next_offset >= original {
@@ -388,7 +411,7 @@ impl BlockIter {
                 right = mid - 1;
             }
         }
-        self.seek_to_restart(left);
+        self.seek_to_restart(left)?;
         loop {
             self.parse_next()?;
             if !self.valid() || compare_internal_keys(&self.key, target) != Ordering::Less {

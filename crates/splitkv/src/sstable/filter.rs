@@ -8,6 +8,9 @@
 //! Invariants: a key added to the builder always tests positive in the filter built from it (no
 //! false negatives). Filters are immutable after building and safe to share between threads.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use bytes::Bytes;
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -72,15 +75,19 @@ impl BloomFilterBuilder {
         let num_bytes = num_bits.div_ceil(8);
         let num_bits = num_bytes as u64 * 8;
         let k = probes_for(self.bits_per_key);
-        let mut out = vec![0u8; num_bytes + 1];
+        let mut out = Vec::with_capacity(num_bytes + 1);
+        out.resize(num_bytes, 0u8);
         for &h in &self.hashes {
             let (h1, h2) = split(h);
             for i in 0..u64::from(k) {
                 let bit = probe(h1, h2, i, num_bits);
-                out[(bit / 8) as usize] |= 1 << (bit % 8);
+                // `probe` is below `num_bits`, so the byte always exists.
+                if let Some(byte) = out.get_mut((bit / 8) as usize) {
+                    *byte |= 1 << (bit % 8);
+                }
             }
         }
-        out[num_bytes] = k;
+        out.push(k);
         self.hashes.clear();
         out
     }
@@ -116,7 +123,8 @@ impl BloomFilter {
         let (h1, h2) = split(key_hash(user_key));
         (0..u64::from(self.probes)).all(|i| {
             let bit = probe(h1, h2, i, self.num_bits);
-            self.bits[(bit / 8) as usize] & (1 << (bit % 8)) != 0
+            // `probe` is below `num_bits`; were it not, "maybe" is the answer that loses nothing.
+            self.bits.get((bit / 8) as usize).is_none_or(|byte| byte & (1 << (bit % 8)) != 0)
         })
     }
 

@@ -6,6 +6,9 @@
 //! a block is handed to a decoder only after its checksum matched and it decompressed to exactly
 //! its recorded length. Everything here is stateless and thread-safe.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::path::Path;
 
 use bytes::Bytes;
@@ -195,9 +198,14 @@ pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: Block
         other => other,
     })?;
     let body_len = stored_len - BLOCK_TRAILER_LEN;
-    let type_byte = buf[body_len];
-    let stored_crc = u32::from_le_bytes([buf[body_len + 1], buf[body_len + 2], buf[body_len + 3], buf[body_len + 4]]);
-    let actual_crc = masked_crc(&buf[..=body_len]);
+    // The checksum covers the body and the type byte; `buf` holds at least the trailer.
+    let Some((&type_byte, checked, stored_crc)) = buf
+        .split_last_chunk::<4>()
+        .and_then(|(checked, crc)| Some((checked.last()?, checked, u32::from_le_bytes(*crc))))
+    else {
+        return Err(corrupt(format!("block of {stored_len} bytes is shorter than its trailer")));
+    };
+    let actual_crc = masked_crc(checked);
     if stored_crc != actual_crc {
         return Err(corrupt(format!(
             "block checksum mismatch (stored {stored_crc:#010x}, computed {actual_crc:#010x})"
@@ -266,7 +274,7 @@ impl Footer {
         if bytes.len() != FOOTER_LEN {
             return Err(format!("footer is {} bytes, expected {FOOTER_LEN}", bytes.len()));
         }
-        let magic = u64::from_le_bytes(bytes[FOOTER_LEN - 8..].try_into().map_err(|_| "short footer")?);
+        let magic = u64::from_le_bytes(*bytes.last_chunk::<8>().ok_or("short footer")?);
         if magic != TABLE_MAGIC {
             return Err(format!("bad table magic {magic:#018x}"));
         }
@@ -283,7 +291,7 @@ impl Footer {
         if version != FORMAT_VERSION {
             return Err(format!("unsupported table format version {version} (this build reads {FORMAT_VERSION})"));
         }
-        let crc = masked_crc(&bytes[..FOOTER_LEN - 12]);
+        let crc = masked_crc(bytes.get(..FOOTER_LEN - 12).ok_or("short footer")?);
         if crc != stored_crc {
             return Err(format!("footer checksum mismatch (stored {stored_crc:#010x}, computed {crc:#010x})"));
         }

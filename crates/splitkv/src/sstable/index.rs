@@ -13,6 +13,9 @@
 //! area exactly (first at offset 0, each starting where the previous block's trailer ends, the
 //! last ending where the filter block starts). Decoded indexes are immutable and `Send + Sync`.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::cmp::Ordering;
 use std::ops::Range;
 
@@ -76,8 +79,8 @@ pub struct ModelSummary {
 pub trait IndexBlock: Send + Sync {
     /// Where the first entry `>= ikey` can be, or `None` if `ikey` is past every entry.
     fn locate(&self, ikey: &[u8]) -> Option<Window>;
-    /// Handle of block `i` (`i < len()`).
-    fn block_handle(&self, i: usize) -> BlockHandle;
+    /// Handle of block `i`; `None` only if `i >= len()`.
+    fn block_handle(&self, i: usize) -> Option<BlockHandle>;
     /// Number of data blocks.
     fn len(&self) -> usize;
     /// True if the table has no data blocks.
@@ -123,29 +126,28 @@ fn max_trailer() -> [u8; 8] {
 pub fn shortest_separator(last: &[u8], next: &[u8]) -> Vec<u8> {
     let (a, b) = (user_key(last), user_key(next));
     let common = shared_prefix_len(a, b);
-    if common < a.len().min(b.len()) {
-        let d = a[common];
-        if d < 0xff && d + 1 < b[common] {
+    match (a.split_at_checked(common), b.get(common)) {
+        (Some((prefix, &[d, ..])), Some(&n)) if d < 0xff && d + 1 < n => {
             let mut k = Vec::with_capacity(common + 1 + 8);
-            k.extend_from_slice(&a[..common]);
+            k.extend_from_slice(prefix);
             k.push(d + 1);
             k.extend_from_slice(&max_trailer());
             debug_assert_eq!(compare_internal_keys(last, &k), Ordering::Less);
             debug_assert_eq!(compare_internal_keys(&k, next), Ordering::Less);
-            return k;
+            k
         }
+        _ => last.to_vec(),
     }
-    last.to_vec()
 }
 
 /// A short internal key `>= last` (LevelDB's `FindShortSuccessor`), for the final block.
 pub fn short_successor(last: &[u8]) -> Vec<u8> {
     let u = user_key(last);
-    match u.iter().position(|&b| b != 0xff) {
-        Some(i) => {
-            let mut k = Vec::with_capacity(i + 1 + 8);
-            k.extend_from_slice(&u[..i]);
-            k.push(u[i] + 1);
+    match u.iter().position(|&b| b != 0xff).and_then(|i| u.split_at_checked(i)) {
+        Some((prefix, &[b, ..])) => {
+            let mut k = Vec::with_capacity(prefix.len() + 1 + 8);
+            k.extend_from_slice(prefix);
+            k.push(b + 1);
             k.extend_from_slice(&max_trailer());
             k
         }
@@ -195,17 +197,18 @@ impl BinaryIndex {
         let mut keys = Vec::with_capacity(entries.len());
         let mut handles = Vec::with_capacity(entries.len());
         let mut expected_offset = 0u64;
+        let mut prev_key: Option<&[u8]> = None;
         for (key, value) in entries {
             let err = |reason| BlockError { offset: key.start, reason };
-            let handle = BlockHandle::decode(&data[value]).ok_or(err("bad block handle"))?;
+            let handle = data.get(value).and_then(BlockHandle::decode).ok_or(err("bad block handle"))?;
             if handle.offset != expected_offset || handle.end() > data_end {
                 return Err(err("block handle does not follow the previous block"));
             }
-            if keys.last().is_some_and(|prev: &Range<usize>| {
-                compare_internal_keys(&data[prev.clone()], &data[key.clone()]) != Ordering::Less
-            }) {
+            let key_bytes = data.get(key.clone()).ok_or(err("index key outside the block"))?;
+            if prev_key.is_some_and(|prev| compare_internal_keys(prev, key_bytes) != Ordering::Less) {
                 return Err(err("index keys out of order"));
             }
+            prev_key = Some(key_bytes);
             expected_offset = handle.end();
             keys.push(key);
             handles.push(handle);
@@ -217,9 +220,17 @@ impl BinaryIndex {
     }
 }
 
+impl BinaryIndex {
+    /// A separator key; `decode` checked every range against the block, so the empty
+    /// fallback is never taken.
+    fn key(&self, range: &Range<usize>) -> &[u8] {
+        self.data.get(range.clone()).unwrap_or_default()
+    }
+}
+
 impl IndexBlock for BinaryIndex {
     fn locate(&self, ikey: &[u8]) -> Option<Window> {
-        let i = self.keys.partition_point(|k| compare_internal_keys(&self.data[k.clone()], ikey) == Ordering::Less);
+        let i = self.keys.partition_point(|k| compare_internal_keys(self.key(k), ikey) == Ordering::Less);
         (i < self.keys.len()).then_some(Window {
             start: BlockSpot { block: i, restart: 0 },
             guess: i,
@@ -228,8 +239,8 @@ impl IndexBlock for BinaryIndex {
         })
     }
 
-    fn block_handle(&self, i: usize) -> BlockHandle {
-        self.handles[i]
+    fn block_handle(&self, i: usize) -> Option<BlockHandle> {
+        self.handles.get(i).copied()
     }
 
     fn len(&self) -> usize {
@@ -237,7 +248,7 @@ impl IndexBlock for BinaryIndex {
     }
 
     fn separator(&self, i: usize) -> Option<&[u8]> {
-        Some(&self.data[self.keys[i].clone()])
+        self.keys.get(i).map(|k| self.key(k))
     }
 
     fn kind(&self) -> IndexBlockKind {
@@ -289,7 +300,7 @@ mod tests {
         assert_eq!(block(&ik(b"c", 1)), Some(0));
         assert_eq!(block(&ik(b"c", 0)), Some(1));
         assert_eq!(block(&ik(b"g", 1)), None);
-        assert_eq!(idx.block_handle(1), handles[1]);
+        assert_eq!(idx.block_handle(1), Some(handles[1]));
         // Handles must tile the data area exactly.
         assert!(BinaryIndex::decode(raw, 41).is_err());
     }

@@ -9,6 +9,9 @@
 //! Thread-safety: a [`Table`] is `Send + Sync` and shared as `Arc<Table>`; lookups take `&self`
 //! and never lock. A [`TableIterator`] owns an `Arc<Table>` and has one owner.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};
@@ -79,6 +82,14 @@ impl std::fmt::Debug for Table {
 
 fn block_corruption(path: &Path, block_offset: u64, e: BlockError) -> Error {
     Error::corruption(path, block_offset, format!("{} (byte {} of the decoded block)", e.reason, e.offset))
+}
+
+/// Handle of data block `i` of `index`. Block numbers come from the index itself (`locate`,
+/// `len`), so a missing block is an inconsistent index.
+fn block_handle(index: &dyn IndexBlock, path: &Path, index_offset: u64, i: usize) -> Result<BlockHandle> {
+    index.block_handle(i).ok_or_else(|| {
+        Error::corruption(path, index_offset, format!("index has no data block {i} (it has {})", index.len()))
+    })
 }
 
 impl Table {
@@ -222,7 +233,7 @@ impl Table {
         // complete interval seen (an overestimate would only widen searches; none is made).
         let (mut interval, mut largest_block) = (usize::MAX, 1);
         for i in 0..self.index.len() {
-            let handle = self.index.block_handle(i);
+            let handle = block_handle(&*self.index, &self.path, self.footer.index.offset, i)?;
             let mut it = self.scan_block(handle)?;
             let (mut entries, mut in_interval, mut restart) = (0, 0, 0);
             while it.valid() {
@@ -349,12 +360,12 @@ impl Table {
     fn search(&self, window: &Window, ikey: &[u8], fill_cache: bool) -> Result<(usize, BlockIter)> {
         let index = self.index();
         let mut b = window.guess;
-        let mut block = self.data_block(index.block_handle(b), fill_cache)?;
+        let mut block = self.data_block(self.block_handle(b)?, fill_cache)?;
         while b > window.start.block
             && compare_internal_keys(block.first_key().map_err(|e| self.block_error(b, e))?, ikey) == Ordering::Greater
         {
             b -= 1;
-            block = self.data_block(index.block_handle(b), fill_cache)?;
+            block = self.data_block(self.block_handle(b)?, fill_cache)?;
         }
         loop {
             let first = if b == window.start.block { window.start.restart } else { 0 };
@@ -365,12 +376,22 @@ impl Table {
                 return Ok((b, it));
             }
             b += 1;
-            block = self.data_block(index.block_handle(b), fill_cache)?;
+            block = self.data_block(self.block_handle(b)?, fill_cache)?;
         }
     }
 
     fn block_error(&self, block: usize, e: BlockError) -> Error {
-        block_corruption(&self.path, self.index().block_handle(block).offset, e)
+        block_corruption(&self.path, self.block_offset(block), e)
+    }
+
+    /// Handle of data block `i` of the index in use.
+    fn block_handle(&self, i: usize) -> Result<BlockHandle> {
+        block_handle(self.index(), &self.path, self.footer.index.offset, i)
+    }
+
+    /// File offset of data block `i`, for error reports (the index block's if there is none).
+    fn block_offset(&self, i: usize) -> u64 {
+        self.index().block_handle(i).map_or(self.footer.index.offset, |h| h.offset)
     }
 
     /// A cursor over the whole table; `fill_cache: false` keeps scans from evicting hot blocks.
@@ -387,7 +408,7 @@ impl Table {
     /// Approximate file offset where `ikey` would be stored (for size estimates and splits).
     pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
         match self.index().locate(ikey) {
-            Some(w) => self.index().block_handle(w.guess).offset,
+            Some(w) => self.index().block_handle(w.guess).map_or(self.footer.filter.offset, |h| h.offset),
             None => self.footer.filter.offset,
         }
     }
@@ -400,7 +421,7 @@ impl Table {
         let mut prev_key: Vec<u8> = Vec::new();
         let mut entries = 0u64;
         for i in 0..index.len() {
-            let handle = index.block_handle(i);
+            let handle = self.block_handle(i)?;
             let corrupt =
                 |reason: &str| Error::corruption(&self.path, handle.offset, format!("data block {i}: {reason}"));
             let mut it = self.scan_block(handle)?;
@@ -536,7 +557,7 @@ impl TableIterator {
             return Ok(());
         }
         self.data = None;
-        let handle = self.table.index().block_handle(i);
+        let handle = self.table.block_handle(i)?;
         self.readahead.on_load(&*self.table.file, i, handle, self.table.size);
         let block = self.table.data_block(handle, self.fill_cache)?;
         self.data = Some(BlockIter::new(block));
@@ -549,8 +570,7 @@ impl TableIterator {
         let Some(data) = &mut self.data else { return Ok(()) };
         if let Err(e) = op(data) {
             self.data = None;
-            let offset = self.table.index().block_handle(self.block_index).offset;
-            return Err(block_corruption(&self.table.path, offset, e));
+            return Err(block_corruption(&self.table.path, self.table.block_offset(self.block_index), e));
         }
         Ok(())
     }
@@ -615,7 +635,7 @@ impl InternalIterator for TableIterator {
         };
         self.data = None;
         let (block, it) = self.table.search(&window, target, self.fill_cache)?;
-        let handle = self.table.index().block_handle(block);
+        let handle = self.table.block_handle(block)?;
         self.readahead.on_load(&*self.table.file, block, handle, self.table.size);
         self.block_index = block;
         self.data = Some(it);
@@ -652,7 +672,7 @@ impl InternalIterator for TableIterator {
         if !self.valid() {
             return EntryOrigin::Unpositioned;
         }
-        let block_offset = self.table.index().block_handle(self.block_index).offset;
+        let block_offset = self.table.block_offset(self.block_index);
         EntryOrigin::Table { file: self.table.path.clone(), block_offset }
     }
 }

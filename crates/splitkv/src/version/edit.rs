@@ -13,6 +13,9 @@
 //!
 //! Thread-safety: plain data, `Send + Sync`.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::fmt;
 
 use crate::coding::{get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32, put_varint64};

@@ -17,6 +17,9 @@
 //!
 //! Thread-safety: a [`ManifestWriter`] has one owner; reading functions are stateless.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::path::{Path, PathBuf};
 
 use crate::coding::{get_fixed32, masked_crc};

@@ -14,6 +14,9 @@
 //!
 //! Everything here is pure encoding and validation on byte slices; it is thread-agnostic.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::ops::Range;
 
 use crate::coding::masked_crc;

@@ -15,6 +15,9 @@
 //! Thread-safety: replay must run before the first append; it takes the writer mutex only to
 //! check that, and updates segment lengths with the same publication order appends use.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

@@ -11,6 +11,9 @@
 //! record (the file ends inside it) from a damaged one, and leaves the policy (truncate or
 //! report) to its caller: replay or [`scan_segment`].
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

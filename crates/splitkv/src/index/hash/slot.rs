@@ -15,6 +15,9 @@
 //! bytes and the 64-bit hash of the whole key; a match on those is confirmed against the key
 //! stored in the log record. Pure encoding; thread-agnostic.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::coding::masked_crc;

@@ -22,6 +22,9 @@
 //!
 //! Thread-safety: a `Table` is owned by the hash index's lock; `&self` methods only read.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 

@@ -72,13 +72,15 @@ impl Coder {
 
     /// The number of `key` in a sub-range with `prefix`.
     pub fn map(&self, prefix: &[u8], key: &[u8]) -> u64 {
-        let n = prefix.len();
-        if key.len() < n || key[..n] != *prefix {
-            let head = &key[..key.len().min(n)];
-            // A proper prefix of `prefix` sorts before every key that has it.
-            return if head <= &prefix[..head.len()] { 0 } else { u64::MAX };
-        }
-        let rest = &key[n..];
+        let rest = match key.split_at_checked(prefix.len()) {
+            Some((head, rest)) if head == prefix => rest,
+            _ => {
+                // Below the sub-range unless the key's first byte that differs from the prefix
+                // is larger; a proper prefix of `prefix` sorts before every key that has it.
+                let below = key.iter().zip(prefix).find(|(k, p)| k != p).is_none_or(|(k, p)| k < p);
+                return if below { 0 } else { u64::MAX };
+            }
+        };
         let mut value = 0u64;
         // Once a byte falls outside its alphabet (or the key ends), every later digit is the
         // lowest or the highest, so the number stays between its neighbours' numbers.

@@ -20,6 +20,9 @@
 //! that instead when the model is not worth it: more bytes than the binary index, or an error
 //! bound above [`MAX_ACCEPTED_ERROR`]. The caller learns which kind was written.
 
+// Decodes bytes read from disk: short or damaged input is an error, never a panic.
+#![warn(clippy::indexing_slicing)]
+
 mod key_map;
 mod plr;
 
@@ -118,11 +121,9 @@ impl LearnedIndex {
             let prefix_len = get_varint32(src).ok_or("truncated sub-range")? as usize;
             let first_key = get_length_prefixed(src).ok_or("truncated sub-range")?.to_vec();
             let digits = get_u8(src).ok_or("truncated sub-range")? as usize;
-            if digits > src.len() / 2 {
-                return Err("bad sub-range alphabet");
-            }
-            let alphabet = (0..digits).map(|j| (src[2 * j], src[2 * j + 1])).collect();
-            *src = &src[2 * digits..];
+            let (pairs, rest) = src.split_at_checked(2 * digits).ok_or("bad sub-range alphabet")?;
+            let alphabet = pairs.as_chunks::<2>().0.iter().map(|&[lo, hi]| (lo, hi)).collect();
+            *src = rest;
             let coder = Coder { alphabet };
             if !coder.fits() {
                 return Err("bad sub-range alphabet");
@@ -150,7 +151,7 @@ impl LearnedIndex {
                 segments.push(Segment { x, y, slope, err });
             }
             if let Some(prev) = sub_ranges.last_mut() {
-                prev.end = segments[first].y;
+                prev.end = segments.get(first).ok_or("sub-range without segments")?.y;
             }
             sub_ranges.push(SubRange {
                 first_key,
@@ -169,57 +170,63 @@ impl LearnedIndex {
     /// The data block holding entry `position` (`< num_entries`). Blocks hold similar numbers
     /// of entries, so interpolation lands on or next to the block; a few steps settle it, and a
     /// binary search covers tables whose blocks vary a lot.
-    fn block_of(&self, position: u64) -> usize {
+    /// `None` only for a table without blocks: `starts` holds one more entry than there are
+    /// blocks, and `decode` checked that they ascend.
+    fn block_of(&self, position: u64) -> Option<usize> {
         let blocks = self.handles.len();
-        let n = self.starts[blocks];
+        let n = *self.starts.last()?;
         let mut b = ((u128::from(position) * blocks as u128) / u128::from(n.max(1))) as usize;
-        b = b.min(blocks - 1);
+        b = b.min(blocks.checked_sub(1)?);
         for _ in 0..4 {
-            if self.starts[b] > position {
-                b -= 1;
-            } else if self.starts[b + 1] <= position {
+            if *self.starts.get(b)? > position {
+                b = b.checked_sub(1)?;
+            } else if *self.starts.get(b + 1)? <= position {
                 b += 1;
             } else {
-                return b;
+                return Some(b);
             }
         }
-        self.starts.partition_point(|&s| s <= position) - 1
+        self.starts.partition_point(|&s| s <= position).checked_sub(1)
     }
 
-    fn spot(&self, position: u64) -> BlockSpot {
-        let block = self.block_of(position);
-        BlockSpot { block, restart: ((position - self.starts[block]) / self.restart_interval) as usize }
+    fn spot(&self, position: u64) -> Option<BlockSpot> {
+        let block = self.block_of(position)?;
+        let start = *self.starts.get(block)?;
+        Some(BlockSpot { block, restart: ((position - start) / self.restart_interval) as usize })
     }
 
-    /// The predicted position of the first entry `>= user_key` and its error bound.
-    fn predict(&self, user_key: &[u8]) -> (u64, u64) {
+    /// The predicted position of the first entry `>= user_key` and its error bound; `None` only
+    /// for a table without entries (`decode` checked that every sub-range has segments and a
+    /// prefix no longer than its first key).
+    fn predict(&self, user_key: &[u8]) -> Option<(u64, u64)> {
         let r = match self.sub_ranges.len() {
             1 => 0,
             _ => self.sub_ranges.partition_point(|r| r.first_key.as_slice() <= user_key).saturating_sub(1),
         };
-        let range = &self.sub_ranges[r];
-        let q = range.coder.map(&range.first_key[..range.prefix_len], user_key);
-        let segments = &self.segments[range.segments.clone()];
+        let range = self.sub_ranges.get(r)?;
+        let q = range.coder.map(range.first_key.get(..range.prefix_len)?, user_key);
+        let segments = self.segments.get(range.segments.clone())?;
         let s = segments.partition_point(|s| s.x <= q).saturating_sub(1);
+        let segment = segments.get(s)?;
         let cap = segments.get(s + 1).map_or(range.end, |next| next.y);
-        (predict(&segments[s], q, cap), segments[s].err)
+        Some((predict(segment, q, cap), segment.err))
     }
 }
 
 impl IndexBlock for LearnedIndex {
     fn locate(&self, ikey: &[u8]) -> Option<Window> {
         let n = *self.starts.last()?;
-        let (p, err) = self.predict(user_key(ikey));
+        let (p, err) = self.predict(user_key(ikey))?;
         let lo = p.saturating_sub(err);
         if lo >= n {
             return None;
         }
-        let (start, end) = (self.spot(lo), self.spot(p.saturating_add(err).min(n - 1)));
-        Some(Window { start, guess: self.block_of(p.min(n - 1)), end, closed: false })
+        let (start, end) = (self.spot(lo)?, self.spot(p.saturating_add(err).min(n - 1))?);
+        Some(Window { start, guess: self.block_of(p.min(n - 1))?, end, closed: false })
     }
 
-    fn block_handle(&self, i: usize) -> BlockHandle {
-        self.handles[i]
+    fn block_handle(&self, i: usize) -> Option<BlockHandle> {
+        self.handles.get(i).copied()
     }
 
     fn len(&self) -> usize {
@@ -238,7 +245,7 @@ impl IndexBlock for LearnedIndex {
         let n = self.starts.last().copied().unwrap_or(0).max(1);
         let mut weighted = 0.0;
         for range in &self.sub_ranges {
-            let segments = &self.segments[range.segments.clone()];
+            let segments = self.segments.get(range.segments.clone()).unwrap_or_default();
             for (i, s) in segments.iter().enumerate() {
                 let next = segments.get(i + 1).map_or(range.end, |next| next.y);
                 weighted += s.err as f64 * (next - s.y) as f64;
@@ -287,9 +294,10 @@ impl LearnedIndexBuilder {
         self.restart_interval = restart_interval.max(1);
     }
 
+    /// Distinct key `i` (empty for `i` past the last).
     fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.key_ends[i - 1] };
-        &self.key_bytes[start..self.key_ends[i]]
+        let start = i.checked_sub(1).and_then(|prev| self.key_ends.get(prev)).map_or(0, |&end| end);
+        self.key_ends.get(i).and_then(|&end| self.key_bytes.get(start..end)).unwrap_or_default()
     }
 
     /// Trains the model and encodes the learned index block, or `None` if it must not be used.
@@ -311,16 +319,22 @@ impl LearnedIndexBuilder {
         let mut points = Vec::new();
         for (r, range) in ranges.iter().enumerate() {
             let end_key = ranges.get(r + 1).map_or(n, |next| next.start);
-            let end = ranges.get(r + 1).map_or(self.entries, |next| self.key_positions[next.start]);
+            let end = match ranges.get(r + 1) {
+                Some(next) => *self.key_positions.get(next.start)?,
+                None => self.entries,
+            };
             let first_key = self.key(range.start);
-            let prefix = &first_key[..range.prefix_len];
-            let coder = Coder::covering((range.start..end_key).map(|i| &self.key(i)[range.prefix_len..]));
+            let prefix = first_key.get(..range.prefix_len)?;
+            // Every key of the sub-range has the prefix (`split_sub_ranges` made it so).
+            let coder = Coder::covering(
+                (range.start..end_key).map(|i| self.key(i).get(range.prefix_len..).unwrap_or_default()),
+            );
             points.clear();
-            for i in range.start..end_key {
+            for (i, &position) in (range.start..).zip(self.key_positions.get(range.start..end_key)?) {
                 let x = coder.map(prefix, self.key(i));
                 // Keys sharing a number form a run; the model covers the run's first position.
                 if points.last().is_none_or(|&(last, _)| x > last) {
-                    points.push((x, self.key_positions[i]));
+                    points.push((x, position));
                 }
             }
             let segments = fit(&points, end, TARGET_ERROR);

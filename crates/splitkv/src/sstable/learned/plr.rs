@@ -47,10 +47,8 @@ pub fn fit(points: &[(u64, u64)], end: u64, target_error: u64) -> Vec<Segment> {
     let mut start = 0;
     let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
     for (i, &(x, y)) in points.iter().enumerate() {
-        if i == start {
-            continue;
-        }
-        let (x0, y0) = points[start];
+        // `start` is an earlier point's index.
+        let Some(&(x0, y0)) = points.get(start).filter(|_| i != start) else { continue };
         let dx = (x - x0) as f64;
         let dy = y as f64 - y0 as f64;
         let (p_lo, p_hi) = (((dy - e) / dx).max(0.0), (dy + e) / dx);
@@ -71,8 +69,11 @@ pub fn fit(points: &[(u64, u64)], end: u64, target_error: u64) -> Vec<Segment> {
     for (k, &(first, _)) in segments.iter().enumerate() {
         let last = segments.get(k + 1).map_or(points.len(), |&(next, _)| next);
         let cap = out.get(k + 1).map_or(end, |s| s.y);
-        let seg = out[k];
-        out[k].err = points[first..last].iter().map(|&(x, y)| predict(&seg, x, cap).abs_diff(y)).max().unwrap_or(0);
+        let covered = points.get(first..last).unwrap_or_default();
+        if let Some(seg) = out.get_mut(k) {
+            let fitted = *seg;
+            seg.err = covered.iter().map(|&(x, y)| predict(&fitted, x, cap).abs_diff(y)).max().unwrap_or(0);
+        }
     }
     out
 }
