@@ -73,6 +73,16 @@ pub fn get_fixed64(src: &mut &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(*head))
 }
 
+/// The fixed little-endian `u32` at byte `at` of `bytes`, `None` if it runs past the end.
+pub fn fixed32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    bytes.get(at..)?.first_chunk().map(|word| u32::from_le_bytes(*word))
+}
+
+/// The fixed little-endian `u64` at byte `at` of `bytes`, `None` if it runs past the end.
+pub fn fixed64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    bytes.get(at..)?.first_chunk().map(|word| u64::from_le_bytes(*word))
+}
+
 /// Decodes one byte, advancing `src`.
 pub fn get_u8(src: &mut &[u8]) -> Option<u8> {
     let (&b, tail) = src.split_first()?;

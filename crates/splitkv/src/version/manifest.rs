@@ -122,48 +122,49 @@ pub fn read_records(
     mut visit: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<ManifestEnd> {
     let data = fs.read_all(path)?;
-    check_file_header(path, &data)?;
+    let mut rest = check_file_header(path, &data)?;
     let mut pos = FILE_HEADER_LEN;
     let mut records = 0;
     loop {
-        let rest = &data[pos..];
         let end = |torn_bytes: usize| ManifestEnd { records, valid_len: pos as u64, torn_bytes: torn_bytes as u64 };
         if rest.is_empty() {
             return Ok(end(0));
         }
         // A file extended before its bytes landed reads back as zeros; like a short header, that
         // can only be the interrupted final append.
-        if rest.len() < RECORD_HEADER_LEN || rest.iter().all(|&b| b == 0) {
+        let Some((header, body)) =
+            rest.split_first_chunk::<RECORD_HEADER_LEN>().filter(|_| rest.iter().any(|&b| b != 0))
+        else {
             return Ok(end(rest.len()));
-        }
+        };
         let corrupt = |reason: String| Error::corruption(path, pos as u64, reason);
-        let mut header = &rest[..RECORD_HEADER_LEN];
+        let mut fields = header.as_slice();
         let (Some(len), Some(payload_crc), Some(header_crc)) =
-            (get_fixed32(&mut header), get_fixed32(&mut header), get_fixed32(&mut header))
+            (get_fixed32(&mut fields), get_fixed32(&mut fields), get_fixed32(&mut fields))
         else {
             return Err(corrupt("unreadable record header".into()));
         };
-        if masked_crc(&rest[..8]) != header_crc {
+        if masked_crc(&header[..8]) != header_crc {
             return Err(corrupt("record header checksum mismatch".into()));
         }
         let len = len as usize;
-        let body = &rest[RECORD_HEADER_LEN..];
-        if body.len() < len {
+        let Some((payload, next)) = body.split_at_checked(len) else {
             return Ok(end(rest.len()));
-        }
-        let payload = &body[..len];
+        };
         if masked_crc(payload) != payload_crc {
             return Err(corrupt(format!("checksum mismatch in {len}-byte record")));
         }
         visit(pos as u64, payload)?;
         records += 1;
         pos += RECORD_HEADER_LEN + len;
+        rest = next;
     }
 }
 
-fn check_file_header(path: &Path, data: &[u8]) -> Result<()> {
+/// Checks the file header and returns the records after it.
+fn check_file_header<'a>(path: &Path, data: &'a [u8]) -> Result<&'a [u8]> {
     let corrupt = |reason: &str| Error::corruption(path, 0, reason);
-    let Some(header) = data.get(..FILE_HEADER_LEN) else {
+    let Some((header, records)) = data.split_first_chunk::<FILE_HEADER_LEN>() else {
         return Err(corrupt("file is shorter than the MANIFEST header"));
     };
     if header[..8] != MANIFEST_MAGIC {
@@ -182,7 +183,7 @@ fn check_file_header(path: &Path, data: &[u8]) -> Result<()> {
              {MANIFEST_MIN_FORMAT_VERSION} to {MANIFEST_FORMAT_VERSION})"
         )));
     }
-    Ok(())
+    Ok(records)
 }
 
 /// Reads `CURRENT` and returns the number of the MANIFEST it names.

@@ -122,6 +122,8 @@ pub struct ValueLog {
     read_only: bool,
 }
 
+// Reads check records read from disk: short or damaged input is an error, never a panic.
+#[warn(clippy::indexing_slicing)]
 impl ValueLog {
     /// Discovers the segment files in `dir` and opens them for reading.
     ///
@@ -327,7 +329,7 @@ impl ValueLog {
     /// Reads the value at `ptr`, verifying that the record there is intact and belongs to `key`.
     pub fn read(&self, ptr: &ValuePointer, key: &[u8]) -> Result<Bytes> {
         let Fetched { bytes, header, segment, .. } = self.fetch(ptr)?;
-        if bytes[header.key_range()] != *key {
+        if bytes.get(header.key_range()) != Some(key) {
             return Err(Error::corruption(&segment.path, ptr.offset, "record key differs from the key looked up"));
         }
         Ok(Bytes::from(bytes).slice(header.value_range()))
@@ -336,12 +338,15 @@ impl ValueLog {
     /// Reads and validates the whole record at `ptr`, predecessor pointer included: the step a
     /// snapshot read takes along a key's version chain.
     pub fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord> {
-        let Fetched { bytes, header, prev, .. } = self.fetch(ptr)?;
+        let Fetched { bytes, header, prev, segment } = self.fetch(ptr)?;
+        let (key, value) = header
+            .key_and_value(&bytes)
+            .ok_or_else(|| Error::corruption(&segment.path, ptr.offset, "record shorter than its header says"))?;
         Ok(ReplayedRecord {
             seq: header.seq,
             kind: header.kind,
-            key: bytes[header.key_range()].to_vec(),
-            value: bytes[header.value_range()].to_vec(),
+            key: key.to_vec(),
+            value: value.to_vec(),
             pointer: *ptr,
             prev,
         })
@@ -406,7 +411,7 @@ impl ValueLog {
                         return Ok(None);
                     }
                     let start = (offset - active.flushed) as usize;
-                    return Ok(Some(w.buffer[start..start + len].to_vec()));
+                    return Ok(w.buffer.get(start..start + len).map(<[u8]>::to_vec));
                 }
             }
         }

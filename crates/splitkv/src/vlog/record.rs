@@ -19,7 +19,7 @@
 
 use std::ops::Range;
 
-use crate::coding::masked_crc;
+use crate::coding::{fixed32_at, fixed64_at, masked_crc};
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 
 /// Identifies a value-log segment file.
@@ -168,10 +168,12 @@ pub(crate) fn encode_record(dst: &mut Vec<u8>, rec: &RecordRef<'_>, batch_end: b
     }
     dst.extend_from_slice(rec.key);
     dst.extend_from_slice(rec.value);
-    let body_crc = masked_crc(&dst[start + RECORD_HEADER_LEN..]);
-    dst[start + 4..start + 8].copy_from_slice(&body_crc.to_le_bytes());
-    let header_crc = masked_crc(&dst[start + HEADER_CRC_RANGE.start..start + HEADER_CRC_RANGE.end]);
-    dst[start..start + 4].copy_from_slice(&header_crc.to_le_bytes());
+    // The header was appended above, so the split always succeeds.
+    if let Some((header, body)) = dst.get_mut(start..).and_then(<[u8]>::split_first_chunk_mut::<RECORD_HEADER_LEN>) {
+        header[4..8].copy_from_slice(&masked_crc(body).to_le_bytes());
+        let header_crc = masked_crc(&header[HEADER_CRC_RANGE]);
+        header[..4].copy_from_slice(&header_crc.to_le_bytes());
+    }
     (dst.len() - start) as u32
 }
 
@@ -219,18 +221,22 @@ impl RecordHeader {
         let start = self.key_range().end;
         start..start + self.value_len as usize
     }
+
+    /// The key and value of `record`, the encoded record this header was decoded from. Always
+    /// `Some` once [`check_record`] accepted the record (it checks the length).
+    pub fn key_and_value<'a>(&self, record: &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+        Some((record.get(self.key_range())?, record.get(self.value_range())?))
+    }
 }
 
+// Callers read fixed-size headers at constant offsets inside them, so the 0 for a read past the
+// end is never produced.
 fn le_u32(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(word)
+    fixed32_at(bytes, at).unwrap_or(0)
 }
 
 fn le_u64(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(word)
+    fixed64_at(bytes, at).unwrap_or(0)
 }
 
 /// Validates and decodes a record header of a segment of format `version`; the error is the

@@ -76,13 +76,14 @@ pub fn zeros_between(file: &dyn RandomAccessFile, start: u64, end: u64) -> Resul
     let mut buf = vec![0u8; 1 << 16];
     let mut at = start;
     while at < end {
-        let n = (end - at).min(buf.len() as u64) as usize;
-        let chunk = &mut buf[..n];
-        file.read_exact_at(at, chunk)?;
-        if chunk.iter().any(|&b| b != 0) {
+        if let Ok(left) = usize::try_from(end - at) {
+            buf.truncate(left);
+        }
+        file.read_exact_at(at, &mut buf)?;
+        if buf.iter().any(|&b| b != 0) {
             return Ok(false);
         }
-        at += n as u64;
+        at += buf.len() as u64;
     }
     Ok(true)
 }
@@ -120,11 +121,12 @@ pub(crate) struct CursorRecord<'a> {
 
 impl CursorRecord<'_> {
     pub fn to_replayed(&self, segment: SegmentId) -> ReplayedRecord {
+        let (key, value) = self.header.key_and_value(self.bytes).unwrap_or_default();
         ReplayedRecord {
             seq: self.header.seq,
             kind: self.header.kind,
-            key: self.bytes[self.header.key_range()].to_vec(),
-            value: self.bytes[self.header.value_range()].to_vec(),
+            key: key.to_vec(),
+            value: value.to_vec(),
             pointer: ValuePointer { segment, offset: self.offset, len: self.bytes.len() as u32 },
             prev: self.prev,
         }
@@ -209,11 +211,6 @@ impl RecordCursor {
         Ok(true)
     }
 
-    fn resident(&self, at: u64, n: usize) -> &[u8] {
-        let start = (at - self.buf_start) as usize;
-        &self.buf[start..start + n]
-    }
-
     /// The next record, `Ok(None)` at the end of the file.
     pub fn next_record(&mut self) -> Result<Option<CursorRecord<'_>>, CursorFault> {
         self.step_over_skipped()?;
@@ -224,8 +221,8 @@ impl RecordCursor {
         if !self.fill(at, RECORD_HEADER_LEN)? {
             return Err(CursorFault::Torn { offset: at, reason: "file ends inside a record header" });
         }
-        let header_slice = self.resident(at, RECORD_HEADER_LEN);
-        let header = header_bytes(header_slice)
+        let header = resident(&self.buf, self.buf_start, at, RECORD_HEADER_LEN)
+            .and_then(header_bytes)
             .ok_or("short record header")
             .and_then(|bytes| decode_record_header(bytes, self.header.version))
             .map_err(|reason| Error::corruption(&self.path, at, reason))?;
@@ -239,12 +236,20 @@ impl RecordCursor {
         if !fits {
             return Err(CursorFault::Torn { offset: at, reason: "file ends inside a record body" });
         }
-        let bytes = self.resident(at, len as usize);
-        let prev = check_record(&header, bytes, self.header.id, at)
+        let (bytes, prev) = resident(&self.buf, self.buf_start, at, len as usize)
+            .ok_or("record outside the read buffer")
+            .and_then(|bytes| Ok((bytes, check_record(&header, bytes, self.header.id, at)?)))
             .map_err(|reason| Error::corruption(&self.path, at, reason))?;
         self.next = at + len;
-        Ok(Some(CursorRecord { offset: at, header, prev, bytes: self.resident(at, len as usize) }))
+        Ok(Some(CursorRecord { offset: at, header, prev, bytes }))
     }
+}
+
+/// File bytes `[at, at + n)` from a buffer holding the file from `buf_start` on (`fill` made
+/// them resident, so `None` is not expected).
+fn resident(buf: &[u8], buf_start: u64, at: u64, n: usize) -> Option<&[u8]> {
+    let start = usize::try_from(at.checked_sub(buf_start)?).ok()?;
+    buf.get(start..start.checked_add(n)?)
 }
 
 /// Iterator over every record of one segment file, from [`scan_segment`].

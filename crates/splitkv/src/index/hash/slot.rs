@@ -20,7 +20,7 @@
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::coding::masked_crc;
+use crate::coding::{fixed32_at, fixed64_at, masked_crc};
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 
 /// Identifies a hash table file.
@@ -87,19 +87,25 @@ impl SlotKey {
     /// The stored form of `key`, whose [`key_hash`] is `hash`.
     pub fn new(key: &[u8], hash: u64) -> SlotKey {
         let mut bytes = [0u8; INLINE_KEY_LEN];
-        if key.len() <= INLINE_KEY_LEN {
-            bytes[..key.len()].copy_from_slice(key);
-            SlotKey { len: key.len() as u8, bytes }
-        } else {
-            bytes[..LONG_KEY_PREFIX].copy_from_slice(&key[..LONG_KEY_PREFIX]);
-            bytes[LONG_KEY_PREFIX..].copy_from_slice(&hash.to_le_bytes());
-            SlotKey { len: LONG_KEY, bytes }
+        // A key that fits is stored whole.
+        if let Some(stored) = bytes.get_mut(..key.len()) {
+            stored.copy_from_slice(key);
+            return SlotKey { len: key.len() as u8, bytes };
         }
+        if let Some(prefix) = key.first_chunk::<LONG_KEY_PREFIX>() {
+            bytes[..LONG_KEY_PREFIX].copy_from_slice(prefix);
+        }
+        bytes[LONG_KEY_PREFIX..].copy_from_slice(&hash.to_le_bytes());
+        SlotKey { len: LONG_KEY, bytes }
     }
 
-    /// The whole key, if it is stored inline.
+    /// The whole key, if it is stored inline (`None` also for a length out of range, which
+    /// only an empty slot may have: `decode_head` rejects it in a used one).
     pub fn inline(&self) -> Option<&[u8]> {
-        (self.len != LONG_KEY).then(|| &self.bytes[..usize::from(self.len)])
+        if self.len == LONG_KEY {
+            return None;
+        }
+        self.bytes.get(..usize::from(self.len))
     }
 
     /// A long key's stored prefix (its first bytes); `None` for a key stored inline.
@@ -126,7 +132,7 @@ impl SlotKey {
         match self.inline() {
             Some(stored) => Some(stored == key),
             None if key.len() <= INLINE_KEY_LEN => Some(false),
-            None if key[..LONG_KEY_PREFIX] == self.bytes[..LONG_KEY_PREFIX] && self.hash() == hash => None,
+            None if key.starts_with(&self.bytes[..LONG_KEY_PREFIX]) && self.hash() == hash => None,
             None => Some(false),
         }
     }
@@ -155,15 +161,7 @@ pub struct Slot {
     pub payload_intact: bool,
 }
 
-fn le_u32(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-}
-
-fn le_u64(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(word)
-}
+const SHORT_SLOT: &str = "truncated slot";
 
 /// Encodes the payload words (bytes 16..36) and returns their checksum (which also covers the
 /// state), or an error message if the pointer does not fit the slot's 32-bit fields.
@@ -222,22 +220,21 @@ pub struct SlotHead {
 /// Decodes a slot's link, state and key; an error names what is damaged.
 pub fn decode_head(bytes: &[u8]) -> Result<SlotHead, &'static str> {
     debug_assert_eq!(bytes.len(), SLOT_LEN);
-    let next = le_u64(bytes, NEXT_OFFSET);
-    let meta = le_u64(bytes, META_OFFSET);
+    let next = fixed64_at(bytes, NEXT_OFFSET).ok_or(SHORT_SLOT)?;
+    let meta = fixed64_at(bytes, META_OFFSET).ok_or(SHORT_SLOT)?;
     let state = match meta & 0xff {
         0 => SlotState::Empty,
         1 => SlotState::Value,
         2 => SlotState::Tombstone,
         _ => return Err("unknown slot state"),
     };
-    let mut key_bytes = [0u8; INLINE_KEY_LEN];
-    key_bytes.copy_from_slice(&bytes[KEY_OFFSET..KEY_OFFSET + INLINE_KEY_LEN]);
+    let key_bytes = *bytes.get(KEY_OFFSET..).and_then(<[u8]>::first_chunk).ok_or(SHORT_SLOT)?;
     let key = SlotKey { len: ((meta >> 8) & 0xff) as u8, bytes: key_bytes };
     if state != SlotState::Empty {
         if usize::from(key.len) > INLINE_KEY_LEN && key.len != LONG_KEY {
             return Err("slot key length out of range");
         }
-        if le_u32(bytes, KEY_CRC_OFFSET) != key.crc() {
+        if fixed32_at(bytes, KEY_CRC_OFFSET).ok_or(SHORT_SLOT)? != key.crc() {
             return Err("slot key checksum mismatch");
         }
     }
@@ -247,22 +244,22 @@ pub fn decode_head(bytes: &[u8]) -> Result<SlotHead, &'static str> {
 /// Decodes a slot; an error names what is damaged beyond a torn payload.
 pub fn decode_slot(bytes: &[u8]) -> Result<Slot, &'static str> {
     let SlotHead { next, state, key } = decode_head(bytes)?;
-    let meta = le_u64(bytes, META_OFFSET);
-    let mut payload_bytes = [0u8; 20];
-    payload_bytes.copy_from_slice(&bytes[SEQ_OFFSET..SEQ_OFFSET + 20]);
+    let meta = fixed64_at(bytes, META_OFFSET).ok_or(SHORT_SLOT)?;
+    let payload_bytes: &[u8; 20] = bytes.get(SEQ_OFFSET..).and_then(<[u8]>::first_chunk).ok_or(SHORT_SLOT)?;
+    let word32 = |at| fixed32_at(bytes, at).ok_or(SHORT_SLOT);
     let payload = SlotPayload {
         state,
-        seq: SequenceNumber(le_u64(bytes, SEQ_OFFSET)),
+        seq: SequenceNumber(fixed64_at(bytes, SEQ_OFFSET).ok_or(SHORT_SLOT)?),
         pointer: ValuePointer {
-            segment: SegmentId(u64::from(le_u32(bytes, POINTER_OFFSET))),
-            offset: u64::from(le_u32(bytes, POINTER_OFFSET + 4)),
-            len: le_u32(bytes, POINTER_OFFSET + 8),
+            segment: SegmentId(u64::from(word32(POINTER_OFFSET)?)),
+            offset: u64::from(word32(POINTER_OFFSET + 4)?),
+            len: word32(POINTER_OFFSET + 8)?,
         },
     };
     if state == SlotState::Empty {
         return Ok(Slot { next, state, key, payload, payload_intact: true });
     }
-    let payload_intact = (meta >> 32) as u32 == payload_crc(state, &payload_bytes);
+    let payload_intact = (meta >> 32) as u32 == payload_crc(state, payload_bytes);
     Ok(Slot { next, state, key, payload, payload_intact })
 }
 
@@ -293,23 +290,25 @@ impl TableHeader {
 
     /// Validates and decodes a header.
     pub fn decode(bytes: &[u8]) -> Result<TableHeader, String> {
-        if bytes.len() < 28 {
+        let Some(bytes) = bytes.first_chunk::<28>() else {
             return Err("hash table file shorter than its header".into());
-        }
+        };
+        // Fixed offsets inside the 28 bytes: the fallbacks are never taken.
+        let le_u32 = |at| fixed32_at(bytes, at).unwrap_or_default();
         if bytes[..8] != TABLE_MAGIC {
             return Err("not a hash table file (bad magic)".into());
         }
-        if le_u32(bytes, 24) != masked_crc(&bytes[..24]) {
+        if le_u32(24) != masked_crc(&bytes[..24]) {
             return Err("hash table header checksum mismatch".into());
         }
-        let version = le_u32(bytes, 8);
+        let version = le_u32(8);
         if version != TABLE_VERSION {
             return Err(format!("hash table format version {version} is not supported"));
         }
-        if le_u32(bytes, 12) as usize != SLOT_LEN {
+        if le_u32(12) as usize != SLOT_LEN {
             return Err("hash table slot size differs from this build's".into());
         }
-        let buckets = le_u64(bytes, 16);
+        let buckets = fixed64_at(bytes, 16).unwrap_or_default();
         if buckets == 0 {
             return Err("hash table has no buckets".into());
         }

@@ -95,12 +95,13 @@ impl Soft {
         }
     }
 
+    // Collision indexes are below `buckets`, for which `used` has bits.
     fn is_used(&self, c: u64) -> bool {
-        self.used[(c / 64) as usize] & (1 << (c % 64)) != 0
+        self.used.get((c / 64) as usize).is_some_and(|word| word & (1 << (c % 64)) != 0)
     }
 
     fn set_used(&mut self, c: u64, used: bool) {
-        let word = &mut self.used[(c / 64) as usize];
+        let Some(word) = self.used.get_mut((c / 64) as usize) else { return };
         let bit = 1u64 << (c % 64);
         if used && *word & bit == 0 {
             *word |= bit;
@@ -242,14 +243,19 @@ impl Table {
 
     /// The link, state and key of slot `index`.
     fn head(&self, index: u64) -> Result<SlotHead> {
-        let at = slot_offset(index);
-        decode_head(&self.file.bytes()[at..at + SLOT_LEN]).map_err(|reason| self.slot_error(index, reason))
+        decode_head(self.slot_bytes(index)?).map_err(|reason| self.slot_error(index, reason))
     }
 
     /// The decoded slot `index`.
     pub fn slot(&self, index: u64) -> Result<Slot> {
+        decode_slot(self.slot_bytes(index)?).map_err(|reason| self.slot_error(index, reason))
+    }
+
+    /// The bytes of slot `index`; an error past the end of the file (open checked its length
+    /// against the header's geometry, and links are checked against it).
+    fn slot_bytes(&self, index: u64) -> Result<&[u8]> {
         let at = slot_offset(index);
-        decode_slot(&self.file.bytes()[at..at + SLOT_LEN]).map_err(|reason| self.slot_error(index, reason))
+        self.file.bytes().get(at..at + SLOT_LEN).ok_or_else(|| self.slot_error(index, "slot past the end of the file"))
     }
 
     /// Finds `key` (whose hash is `hash`). Long keys that match by prefix and hash are confirmed
@@ -296,13 +302,13 @@ impl Table {
         let mut emptied_heads = HashSet::new();
         let mut freed = HashSet::new();
         // Phase 1: updates in place and removals, each one store that leaves every chain whole.
-        for (i, op) in ops.iter().enumerate() {
+        for op in ops {
             let found = self.find(op.key, op.hash, confirm)?;
             replaced.push(found.map(|f| f.slot.payload));
             match (found, op.set) {
                 (Some(f), Some(payload)) => self.update(&f, &payload)?,
                 (Some(f), None) => self.remove(&f, &mut emptied_heads, &mut freed),
-                (None, Some(_)) => inserts.push(i),
+                (None, Some(_)) => inserts.push(op),
                 (None, None) => {}
             }
         }
@@ -311,8 +317,7 @@ impl Table {
         let mut filled = HashSet::new();
         let mut new_heads: HashMap<u64, u64> = HashMap::new();
         let mut alloc_failed = None;
-        for &i in &inserts {
-            let op = &ops[i];
+        for op in inserts {
             let Some(payload) = op.set else { continue };
             let bucket = op.hash % self.buckets;
             let head = self.slot(bucket)?;
@@ -453,7 +458,7 @@ impl Table {
         let mut scanned = 0;
         while scanned < self.buckets {
             // Whole words in use are skipped at once.
-            if c.is_multiple_of(64) && self.soft.used[(c / 64) as usize] == u64::MAX {
+            if c.is_multiple_of(64) && self.soft.used.get((c / 64) as usize) == Some(&u64::MAX) {
                 scanned += 64;
                 c = (c + 64) % self.buckets.next_multiple_of(64);
                 continue;
@@ -496,7 +501,10 @@ impl Table {
                 to
             };
             let at = slot_offset(to);
-            target.file.write(at + META_OFFSET, &source[from + META_OFFSET..from + SLOT_LEN]);
+            let fields = source
+                .get(from + META_OFFSET..from + SLOT_LEN)
+                .ok_or_else(|| self.slot_error(index, "slot past the end of the file"))?;
+            target.file.write(at + META_OFFSET, fields);
             target.soft.entries += 1;
             if slot.state == SlotState::Tombstone {
                 target.soft.tombstones += 1;
