@@ -110,14 +110,7 @@ impl Reader<'_> {
         let keyspace = self.keyspace;
         let values = self.db.run(py, |db| match keyspace {
             None => db.multi_get(&opts, &keys),
-            Some(keyspace) => {
-                // The engine has no batched read of a keyspace: a loop of reads at one snapshot
-                // gives the same answer, without reading the values concurrently.
-                let keyspace = keyspace.resolve(db)?;
-                let snapshot = opts.snapshot.clone().unwrap_or_else(|| db.snapshot());
-                let opts = ReadOptions { snapshot: Some(snapshot), ..opts };
-                keys.iter().map(|key| keyspace.get_opt(&opts, key)).collect()
-            }
+            Some(keyspace) => keyspace.resolve(db)?.multi_get(&opts, &keys),
         })?;
         PyList::new(py, values.iter().map(|v| v.as_ref().map(|v| PyBytes::new(py, v))))
     }

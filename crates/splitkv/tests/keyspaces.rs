@@ -65,6 +65,9 @@ fn keyspaces_are_isolated() -> Result<()> {
             assert_eq!(backward_keys(&b)?, keys_b, "{what}: b backward");
             assert_eq!(a.get(key(150))?.as_deref(), Some(&value_for(1150, 300)[..]), "{what}");
             assert_eq!(a.get(key(250))?, None, "{what}");
+            let got = a.multi_get(&ReadOptions::default(), &[key(150), key(250), key(10)])?;
+            let want = [Some(value_for(1150, 300)), None, Some(value_for(1010, 300))];
+            assert_eq!(got.iter().map(|v| v.as_deref().map(<[u8]>::to_vec)).collect::<Vec<_>>(), want, "{what}");
             assert_eq!(b.get(key(250))?.as_deref(), Some(&value_for(2250, 300)[..]), "{what}");
             let mut it = a.iter(ReadOptions { upper_bound: Some(key(60)), ..ReadOptions::default() })?;
             it.seek(key(50))?;

@@ -369,6 +369,15 @@ impl<'db> Keyspace<'db> {
         self.db.submit_stored_get(opts, &self.stored_key(key.as_ref())).wait()
     }
 
+    /// The values of several keys of the keyspace, as [`Db::multi_get`] reads them (one
+    /// snapshot, the values not in memory read concurrently).
+    pub fn multi_get<K: AsRef<[u8]>>(&self, opts: &ReadOptions, keys: &[K]) -> super::MultiGetResult {
+        self.check_live()?;
+        let stored: Vec<Vec<u8>> = keys.iter().map(|k| self.stored_key(k.as_ref())).collect();
+        let stored: Vec<&[u8]> = stored.iter().map(Vec::as_slice).collect();
+        self.db.multi_get_stored(opts, &stored)
+    }
+
     /// A cursor over the keyspace, unpositioned: call a seek first. Keys are shown (and sought)
     /// without the keyspace's prefix; `opts`' bounds are keys of the keyspace.
     pub fn iter(&self, mut opts: ReadOptions) -> Result<DbIterator> {

@@ -67,7 +67,13 @@ impl Db {
         }
         let snapshot = self.pinned_snapshot(opts);
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        self.inner.read_batch(snapshot.sequence(), opts.fill_cache, &keys)
+        self.inner.read_batch(snapshot.sequence(), opts.fill_cache, &keys, true)
+    }
+
+    /// [`Db::multi_get`] of keys as stored (a keyspace's carry its prefix): none is refused.
+    pub(super) fn multi_get_stored(&self, opts: &ReadOptions, keys: &[&[u8]]) -> MultiGetResult {
+        let snapshot = self.pinned_snapshot(opts);
+        self.inner.read_batch(snapshot.sequence(), opts.fill_cache, keys, false)
     }
 
     /// [`Db::multi_get`] without blocking the caller: the batch reads at the snapshot of `opts`
@@ -183,7 +189,7 @@ impl OwnedBatch {
 
     fn run(self) -> MultiGetResult {
         let keys: Vec<&[u8]> = self.keys.iter().map(|r| &self.arena[r.clone()]).collect();
-        self.db.read_batch(self.snapshot.sequence(), self.fill_cache, &keys)
+        self.db.read_batch(self.snapshot.sequence(), self.fill_cache, &keys, true)
     }
 }
 
@@ -196,8 +202,15 @@ enum Resolved {
 
 impl DbInner {
     /// Reads `keys` at `seq`: index lookups in key order, then the separated values, those not in
-    /// memory concurrently. See the module documentation for the exact semantics.
-    fn read_batch(&self, seq: SequenceNumber, fill_cache: bool, keys: &[&[u8]]) -> MultiGetResult {
+    /// memory concurrently. See the module documentation for the exact semantics. With
+    /// `refuse_reserved`, keys reserved for keyspaces get the error `get` gives them.
+    fn read_batch(
+        &self,
+        seq: SequenceNumber,
+        fill_cache: bool,
+        keys: &[&[u8]],
+        refuse_reserved: bool,
+    ) -> MultiGetResult {
         Counters::add(&self.counters.gets, keys.len() as u64);
         // Stable, so each distinct key's first position comes first among its duplicates.
         let mut order: Vec<usize> = (0..keys.len()).collect();
@@ -224,7 +237,7 @@ impl DbInner {
             .zip(&distinct)
             .map(|(found, key)| match found {
                 // Refused as `get` refuses them: they would read keyspaces' keys.
-                _ if is_reserved(&arena[key.clone()]) => Resolved::Done(Err(reserved_key_error())),
+                _ if refuse_reserved && is_reserved(&arena[key.clone()]) => Resolved::Done(Err(reserved_key_error())),
                 Err(e) => Resolved::Done(Err(e)),
                 Ok(None) => Resolved::Done(Ok(None)),
                 Ok(Some(IndexValue::Inline(value))) => Resolved::Done(Ok(Some(value))),
