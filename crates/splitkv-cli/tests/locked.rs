@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::Path;
 
-use common::{build_db, build_hash_db, hash_options, outcome, splitkv, temp_db, TestResult};
-use splitkv::{Db, Options, WriteOptions};
+use common::{build_db, build_hash_db, hash_options, outcome, reopen, splitkv, temp_db, TestResult};
+use splitkv::{Options, WriteOptions};
 
 fn contents(dir: &Path) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
     let mut files = BTreeMap::new();
@@ -25,7 +25,7 @@ fn contents(dir: &Path) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
 fn read_commands_work_on_a_locked_database_and_write_commands_fail_clearly() -> TestResult {
     let (tmp, db) = temp_db()?;
     build_db(&db)?;
-    let holder = Db::open(&db, Options::load(&db)?.expect("stored options"))?;
+    let holder = reopen(&db, Options::load(&db)?.expect("stored options"))?;
     // Synced before the commands start: every read-only open sees it.
     holder.put_opt(&WriteOptions { sync: true }, "fresh", "from the holder")?;
     let before = contents(&db)?;
@@ -89,7 +89,7 @@ fn read_commands_work_on_a_locked_database_and_write_commands_fail_clearly() -> 
 fn a_locked_hash_database_is_refused_by_the_read_commands_with_the_reason() -> TestResult {
     let (_tmp, db) = temp_db()?;
     build_hash_db(&db)?;
-    let holder = Db::open(&db, hash_options())?;
+    let holder = reopen(&db, hash_options())?;
     let before = contents(&db)?;
     let d = db.as_os_str();
     let reads: [&[&OsStr]; 4] =

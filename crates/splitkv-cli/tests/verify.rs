@@ -105,7 +105,7 @@ fn torn_tail_past_the_log_head_is_a_note_but_before_it_a_problem() -> TestResult
     let (_tmp, db) = temp_db()?;
     build_db(&db)?;
     // A later, unflushed write lands in a new segment past the log head.
-    let reopened = splitkv::Db::open(&db, splitkv::Options::default())?;
+    let reopened = common::reopen(&db, splitkv::Options::default())?;
     reopened.put("late", vec![b'L'; 1000])?;
     reopened.close()?;
     let segments = files_with_ext(&db, "vlog")?;

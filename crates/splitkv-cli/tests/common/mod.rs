@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use splitkv::{Db, IndexKind, Options};
 
@@ -80,13 +81,40 @@ pub fn temp_db() -> Result<(tempfile::TempDir, PathBuf), Box<dyn std::error::Err
     Ok((tmp, db))
 }
 
+/// Held from fork to exec of every child [`splitkv`] starts. Until it execs, a child holds a
+/// copy of every descriptor of this process, among them the `LOCK` file of a database another
+/// test's thread has open; the engine locks with `flock`, whose lock lives as long as any copy.
+/// A test that reopens a database it just closed takes this first ([`reopen`]), so no child
+/// keeps the old lock alive.
+static NO_CHILD_MID_SPAWN: Mutex<()> = Mutex::new(());
+
+fn no_child_mid_spawn() -> MutexGuard<'static, ()> {
+    NO_CHILD_MID_SPAWN.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Opens the database at `dir` that this process just closed (see [`NO_CHILD_MID_SPAWN`]).
+pub fn reopen(dir: &Path, options: Options) -> Result<Db, splitkv::Error> {
+    let _no_spawn = no_child_mid_spawn();
+    Db::open(dir, options)
+}
+
 /// Runs `splitkv` with `args` and no standard input.
 pub fn splitkv<I, S>(args: I) -> std::io::Result<Output>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    Command::new(env!("CARGO_BIN_EXE_splitkv")).args(args).stdin(Stdio::null()).output()
+    // `spawn` returns once the child has exec'd (and so dropped its copies of our descriptors).
+    let child = {
+        let _no_spawn = no_child_mid_spawn();
+        Command::new(env!("CARGO_BIN_EXE_splitkv"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?
+    };
+    child.wait_with_output()
 }
 
 /// Exit code, stdout and stderr of a run, for assertions and failure messages.
