@@ -568,10 +568,12 @@ fn workload_batch(ks: &Keyspace<'_>, ops: &[Op], generation: u32, batch: u32) ->
 /// The value of key `k` as of `opts`, from the default keyspace or [`KEYSPACE`] (absent while
 /// it does not exist).
 fn get_key(db: &Db, opts: &ReadOptions, k: u16) -> splitkv::Result<Option<Vec<u8>>> {
-    let value = match db.existing_keyspace(KEYSPACE) {
-        _ if k < FIRST_KEYSPACE_KEY => db.get_opt(opts, key(k))?,
-        Some(ks) => ks.get_opt(opts, key(k))?,
-        None => None,
+    let value = if k < FIRST_KEYSPACE_KEY {
+        db.get_opt(opts, key(k))?
+    } else if let Some(ks) = db.existing_keyspace(KEYSPACE) {
+        ks.get_opt(opts, key(k))?
+    } else {
+        None
     };
     Ok(value.map(|v| v.to_vec()))
 }

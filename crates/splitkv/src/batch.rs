@@ -82,7 +82,7 @@ impl WriteBatch {
         let start = start.as_ref();
         self.check_not_reserved(start);
         let end = end.as_ref().min(&KEYSPACE_MARK[..]);
-        self.push_delete_range(start.to_vec(), end.to_vec())
+        self.push(BatchOp::DeleteRange { start: start.to_vec(), end: end.to_vec() })
     }
 
     /// Adds a put of `key` in `keyspace`.
@@ -105,7 +105,8 @@ impl WriteBatch {
         end: impl AsRef<[u8]>,
     ) -> &mut Self {
         self.note_keyspace(keyspace);
-        self.push_delete_range(keyspace.stored_key(start.as_ref()), keyspace.stored_key(end.as_ref()))
+        let (start, end) = (keyspace.stored_key(start.as_ref()), keyspace.stored_key(end.as_ref()));
+        self.push(BatchOp::DeleteRange { start, end })
     }
 
     /// Adds an operation on stored keys as they are, reserved or not: the database's own writes
@@ -124,10 +125,6 @@ impl WriteBatch {
             };
         self.ops.push(op);
         self
-    }
-
-    fn push_delete_range(&mut self, start: Vec<u8>, end: Vec<u8>) -> &mut Self {
-        self.push(BatchOp::DeleteRange { start, end })
     }
 
     fn check_not_reserved(&mut self, key: &[u8]) {
