@@ -487,15 +487,16 @@ struct VictimScan {
 
 fn scan_victim(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)], host: &dyn GcHost) -> Result<VictimScan> {
     let mut scan = VictimScan { live: Vec::new(), dead: Vec::new(), bytes_read: 0 };
-    for item in scan_segment(fs, path, skipped)? {
-        let (offset, record) = item?;
-        let len = u64::from(record.pointer.len);
-        scan.bytes_read += len;
-        let live = record.kind == RecordKind::Put && host.is_current(&record.key, &record.pointer)?;
-        if live {
-            scan.live.push(record);
-        } else {
-            scan.dead.push((offset, len));
+    let mut records = scan_segment(fs, path, skipped)?;
+    let is_live = |kind, key: &[u8], pointer: &ValuePointer| -> Result<bool> {
+        Ok(kind == RecordKind::Put && host.is_current(key, pointer)?)
+    };
+    while let Some(item) = records.next_kept(is_live) {
+        let (offset, len, live) = item?;
+        scan.bytes_read += u64::from(len);
+        match live {
+            Some(record) => scan.live.push(record),
+            None => scan.dead.push((offset, u64::from(len))),
         }
     }
     Ok(scan)
