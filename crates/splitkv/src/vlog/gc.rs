@@ -23,6 +23,10 @@
 //! when the logical space budget is spent, when a segment is mostly holes, or when its garbage
 //! is too scattered to free a block.
 //!
+//! With `GcRewriteOrder::Key` the survivors are sorted by key before step 2, so that scans over
+//! what one victim held read its copies in order; `Db::rewrite_value_log` (in `db::rewrite`)
+//! goes further and rewrites a whole key range in order through the same relocation path.
+//!
 //! A segment file with a second name (a checkpoint's hard link, see `Db::checkpoint`) is never
 //! punched: the checkpoint's index may still point into the dead ranges. Such a segment is
 //! cleaned by copying, and deleting this database's name leaves the checkpoint's file intact.
