@@ -41,6 +41,31 @@ fn random_load(db: &Db, keys: u64, rng: &mut StdRng) -> Result<BTreeMap<Vec<u8>,
     Ok(model)
 }
 
+/// Every key's expected value.
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// A fresh database in a temporary directory after [`random_load`] with `seed`.
+fn loaded(seed: u64, keys: u64, opts: Options) -> Result<(tempfile::TempDir, Db, Model)> {
+    let dir = tempfile::tempdir()?;
+    let db = Db::open(dir.path(), opts)?;
+    let model = random_load(&db, keys, &mut StdRng::seed_from_u64(seed))?;
+    Ok((dir, db, model))
+}
+
+/// Every entry from the iterator's current position on, forward or backward.
+fn walk(it: &mut splitkv::DbIterator, backward: bool) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut seen = Vec::new();
+    while it.valid() {
+        seen.push((it.key().to_vec(), it.value().to_vec()));
+        if backward {
+            it.prev()?;
+        } else {
+            it.next()?;
+        }
+    }
+    Ok(seen)
+}
+
 fn model_entries(model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
     model.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
@@ -59,11 +84,7 @@ fn check_model(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, keys: u64, ctx: &str
     assert_same(&ranged, &expected, &format!("{ctx}: range scan"));
     let mut it = db.iter(ReadOptions::default())?;
     it.seek_to_last()?;
-    let mut backwards = Vec::new();
-    while it.valid() {
-        backwards.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev()?;
-    }
+    let mut backwards = walk(&mut it, true)?;
     backwards.reverse();
     assert_same(&backwards, &model_entries(model), &format!("{ctx}: reverse scan"));
     Ok(())
@@ -71,10 +92,7 @@ fn check_model(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, keys: u64, ctx: &str
 
 #[test]
 fn rewrite_keeps_every_key_and_scan_and_frees_the_old_segments() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options())?;
-    let mut rng = StdRng::seed_from_u64(1);
-    let model = random_load(&db, 600, &mut rng)?;
+    let (dir, db, model) = loaded(1, 600, options())?;
     let segments_before: Vec<u64> = db.stats().segments.iter().map(|s| s.id).collect();
     let outcome = db.rewrite_value_log(None, None)?;
     assert!(outcome.records_rewritten > 0 && outcome.bytes_rewritten > 0, "{outcome:?}");
@@ -99,10 +117,7 @@ fn rewrite_keeps_every_key_and_scan_and_frees_the_old_segments() -> Result<()> {
 
 #[test]
 fn snapshots_and_iterators_held_across_a_rewrite_keep_their_view() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options())?;
-    let mut rng = StdRng::seed_from_u64(2);
-    let first = random_load(&db, 400, &mut rng)?;
+    let (_dir, db, first) = loaded(2, 400, options())?;
     let snapshot = db.snapshot();
     let mut it = db.iter(ReadOptions::default())?;
     let mut current = first.clone();
@@ -126,11 +141,7 @@ fn snapshots_and_iterators_held_across_a_rewrite_keep_their_view() -> Result<()>
         .collect::<Result<_>>()?;
     assert_same(&snapshot_scan, &model_entries(&first), "scan at the snapshot");
     it.seek_to_first()?;
-    let mut seen = Vec::new();
-    while it.valid() {
-        seen.push((it.key().to_vec(), it.value().to_vec()));
-        it.next()?;
-    }
+    let seen = walk(&mut it, false)?;
     assert_same(&seen, &model_entries(&first), "iterator opened before the rewrite");
     drop(it);
     drop(at_snapshot);
@@ -143,10 +154,7 @@ fn snapshots_and_iterators_held_across_a_rewrite_keep_their_view() -> Result<()>
 
 #[test]
 fn a_range_rewrite_moves_only_its_keys() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options())?;
-    let mut rng = StdRng::seed_from_u64(3);
-    let model = random_load(&db, 500, &mut rng)?;
+    let (_dir, db, model) = loaded(3, 500, options())?;
     let (lo, hi) = (key(100), key(199));
     let outcome = db.rewrite_value_log(Some(&lo), Some(&hi))?;
     let separated_in_range = model.range(lo.clone()..=hi.clone()).filter(|(_, v)| v.len() >= 256).count() as u64;
@@ -189,11 +197,8 @@ fn concurrent_writes_win_over_the_rewrite() -> Result<()> {
 
 #[test]
 fn key_order_gc_keeps_every_value() -> Result<()> {
-    let dir = tempfile::tempdir()?;
     let opts = Options { gc_rewrite_order: GcRewriteOrder::Key, ..options() };
-    let db = Db::open(dir.path(), opts.clone())?;
-    let mut rng = StdRng::seed_from_u64(5);
-    let model = random_load(&db, 600, &mut rng)?;
+    let (dir, db, model) = loaded(5, 600, opts.clone())?;
     let outcome = db.run_gc()?;
     assert!(outcome.records_relocated > 0, "{outcome:?}");
     check_model(&db, &model, 600, "after key-order GC")?;
