@@ -138,8 +138,11 @@ impl Db {
 
     /// Hands a chunk of the walk to the write path, in its (key) order.
     fn rewrite_chunk(&self, chunk: &mut Vec<Relocation>, outcome: &mut RewriteOutcome) -> Result<()> {
+        let bytes = chunk.iter().map(|(_, v, _)| v.len() as u64).sum::<u64>();
         outcome.records_rewritten += chunk.len() as u64;
-        outcome.bytes_rewritten += chunk.iter().map(|(_, v, _)| v.len() as u64).sum::<u64>();
+        outcome.bytes_rewritten += bytes;
+        // In the GC totals (`Stats::gc_bytes_relocated`): the rewrite is GC in another order.
+        self.inner.gc.note_rewritten(bytes);
         let records = chunk.iter().map(|(k, v, p)| (&k[..], &v[..], *p));
         self.inner.submit_relocations(records)?;
         chunk.clear();

@@ -261,6 +261,11 @@ impl GarbageCollector {
         self.settings.space_budget.is_some_and(|b| host.log_bytes() as f64 >= b as f64 * self.settings.space_trigger)
     }
 
+    /// Counts value bytes a key-order rewrite handed to the write path as relocated bytes.
+    pub fn note_rewritten(&self, bytes: u64) {
+        self.state.lock().totals.bytes_relocated += bytes;
+    }
+
     /// Cumulative counters.
     pub fn totals(&self) -> GcTotals {
         self.state.lock().totals.clone()
