@@ -421,6 +421,7 @@ mod tests {
             "deleterandom",
             "deleteseq",
             "compact",
+            "rewritelog",
             "stats",
             "readwhilewriting",
             "readrandomwriterandom",

@@ -55,6 +55,28 @@ const SPACE_CHECK_BYTES: u64 = 1 << 20;
 const RELOCATION_BATCH_BYTES: usize = 1 << 20;
 
 impl DbInner {
+    /// Rewrites `records` (key, value, the pointer it replaces) at the log head in their order, in batches of
+    /// [`RELOCATION_BATCH_BYTES`], each re-checked as write leader (a put whose key no longer maps
+    /// to the record's pointer is skipped) and synced before its pointers publish.
+    pub(super) fn submit_relocations<'a>(
+        &self,
+        records: impl IntoIterator<Item = (&'a [u8], &'a [u8], ValuePointer)>,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        let mut old = Vec::new();
+        for (key, value, pointer) in records {
+            batch.put(key, value);
+            old.push(pointer);
+            if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
+                self.submit(PendingWrite::relocation(std::mem::take(&mut batch), std::mem::take(&mut old)))?;
+            }
+        }
+        if !batch.is_empty() {
+            self.submit(PendingWrite::relocation(batch, old))?;
+        }
+        Ok(())
+    }
+
     /// Makes every appended log record durable; a failure poisons the write path.
     pub(super) fn sync_log(&self) -> Result<()> {
         self.poison_on_error(self.vlog.sync())
@@ -353,18 +375,7 @@ impl GcHost for DbInner {
     }
 
     fn relocate(&self, records: Vec<ReplayedRecord>) -> Result<SequenceNumber> {
-        let mut batch = WriteBatch::new();
-        let mut old = Vec::new();
-        for r in records {
-            batch.put(&r.key, &r.value);
-            old.push(r.pointer);
-            if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
-                self.submit(PendingWrite::relocation(std::mem::take(&mut batch), std::mem::take(&mut old)))?;
-            }
-        }
-        if !batch.is_empty() {
-            self.submit(PendingWrite::relocation(batch, old))?;
-        }
+        self.submit_relocations(records.iter().map(|r| (&r.key[..], &r.value[..], r.pointer)))?;
         // The victim's other records are dead because newer writes shadow them; those writes
         // must be durable before the victim goes, or a crash would bring back pointers into it.
         self.sync_log()?;
