@@ -110,6 +110,11 @@ impl<'f> Runner<'f> {
         // Joined before the database is opened, so its page cache is charged to the group too.
         if let Some(bytes) = self.flags.memory_limit {
             self.memory_limit = Some(MemoryLimit::enter(bytes)?);
+            // Pages already cached stay charged to whichever group first read them (an earlier
+            // run's); evicted now, they are read again under this limit.
+            if self.flags.use_existing_db && self.flags.db.exists() {
+                engines::drop_os_cache(&self.flags.db)?;
+            }
         }
         eprint!("{}", report::format_environment(&engines::version_line(self.flags)));
         let key_size = self.flags.key_size();
