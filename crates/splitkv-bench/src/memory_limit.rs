@@ -150,7 +150,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
 /// `bytes` in the largest binary unit that divides it, or MiB with a fraction.
 pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{} {unit}", bytes >> shift);
         }
     }
