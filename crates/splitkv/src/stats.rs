@@ -706,13 +706,12 @@ impl fmt::Display for Stats {
             }
         }
         let m = &self.memory;
+        let of = |used: u64, limit: u64| format!("{:.1} of {:.1} MiB", used as f64 / MIB, limit as f64 / MIB);
         write!(
             f,
-            "\nMemory: memtables {:.1} of {:.1} MiB; block cache {:.1} of {:.1} MiB; {} of {} tables open, {:.1} MiB of index and filter blocks pinned; read-ahead {:.1} MiB ({:.1} MiB per cursor at most, {} prefetch threads)",
-            m.memtable_bytes as f64 / MIB,
-            m.memtable_limit as f64 / MIB,
-            m.block_cache_bytes as f64 / MIB,
-            m.block_cache_capacity as f64 / MIB,
+            "\nMemory: memtables {}; block cache {}; {} of {} tables open, {:.1} MiB of index and filter blocks pinned; read-ahead {:.1} MiB ({:.1} MiB per cursor at most, {} prefetch threads)",
+            of(m.memtable_bytes, m.memtable_limit),
+            of(m.block_cache_bytes, m.block_cache_capacity),
             m.open_tables,
             m.table_cache_capacity,
             m.table_index_filter_bytes as f64 / MIB,
