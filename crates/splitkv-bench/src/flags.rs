@@ -182,6 +182,8 @@ pub struct Flags {
     pub stats_interval_ms: u64,
     /// Render SVG charts of each benchmark into this directory (`--plot=DIR`, `plot` feature).
     pub plot: Option<PathBuf>,
+    /// Run inside a memory cgroup of this many bytes, page cache included (`--memory_limit`).
+    pub memory_limit: Option<u64>,
 }
 
 /// Compaction policy requested with `--compaction_policy`.
@@ -263,6 +265,7 @@ impl Default for Flags {
             stats_dump: None,
             stats_interval_ms: 100,
             plot: None,
+            memory_limit: None,
         }
     }
 }
@@ -371,7 +374,8 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --compaction_policy=score|timeslice  --time_slice_ms=N (1000)  --dynamic_slice=BOOL
   --slice_drain_percent=N  --max_background_compactions=N
   --stats_dump=FILE (JSON lines: level samples + compaction log)  --stats_interval_ms=N (100)
-  --plot=DIR (SVG charts per benchmark: throughput, latency CDF, levels; needs --features plot)";
+  --plot=DIR (SVG charts per benchmark: throughput, latency CDF, levels; needs --features plot)
+  --memory_limit=SIZE       run in a cgroup-v1 memory group of SIZE (e.g. 512MiB), page cache included";
 
 fn split_benchmarks(list: &str) -> Vec<String> {
     list.split(',').map(str::to_owned).collect()
@@ -595,6 +599,10 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
                 Some(number("a positive integer")?).filter(|n| *n > 0).ok_or_else(|| bad("a positive integer"))?
         }
         "plot" => flags.plot = Some(PathBuf::from(text()?)),
+        "memory_limit" => {
+            flags.memory_limit =
+                Some(crate::memory_limit::parse_size(text()?).ok_or_else(|| bad("a size such as 512MiB or 2G"))?)
+        }
         _ => return Err(invalid()),
     }
     Ok(())

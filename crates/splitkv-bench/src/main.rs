@@ -24,9 +24,11 @@ mod engines;
 mod flags;
 mod interval_report;
 mod keys;
+mod memory_limit;
 mod plot;
 mod progress;
 mod report;
+mod resources;
 mod stats_dump;
 mod values;
 mod ycsb;
@@ -40,6 +42,7 @@ use benchmarks::{expected_ops, plan, Context, LiveSet, Method, Plan, ThreadState
 use engines::{BenchResult, Engine};
 use flags::{FlagError, Flags};
 use keys::LevelDbRandom;
+use memory_limit::MemoryLimit;
 use progress::Progress;
 use report::{Metrics, OpStats};
 use ycsb::{InsertCounter, SplitMix64};
@@ -55,6 +58,8 @@ struct Runner<'f> {
     after_close: Option<AfterClose>,
     /// The `--report_interval_seconds` time series file, when asked for.
     report_file: Option<interval_report::ReportFile>,
+    /// The `--memory_limit` group the process runs in, if any.
+    memory_limit: Option<MemoryLimit>,
 }
 
 /// The database's footprint once the engine has closed (everything buffered is on disk).
@@ -96,13 +101,24 @@ impl<'f> Runner<'f> {
             results: Vec::new(),
             after_close: None,
             report_file: None,
+            memory_limit: None,
         }
     }
 
     fn run(&mut self) -> BenchResult<()> {
         engines::ensure_built_in(self.flags)?;
+        // Joined before the database is opened, so its page cache is charged to the group too.
+        if let Some(bytes) = self.flags.memory_limit {
+            self.memory_limit = Some(MemoryLimit::enter(bytes)?);
+            // Pages already cached stay charged to whichever group first read them (an earlier
+            // run's); evicted now, they are read again under this limit.
+            if self.flags.use_existing_db && self.flags.db.exists() {
+                engines::drop_os_cache(&self.flags.db)?;
+            }
+        }
         eprint!("{}", report::format_environment(&engines::version_line(self.flags)));
         let key_size = self.flags.key_size();
+        println!("{}", MemoryLimit::header_line(self.memory_limit.as_ref()));
         print!(
             "{}",
             report::format_header(key_size, self.flags.value_size, self.flags.compression_ratio, self.flags.num)
@@ -156,6 +172,7 @@ impl<'f> Runner<'f> {
                 let (line, metrics) = self.run_benchmark(name, ordinal, method, workload, threads, ycsb.flatten())?;
                 println!("{line}");
                 println!("{}", metrics.format_line());
+                println!("{}", metrics.resources.format_line());
                 self.results.push(metrics);
                 self.write_json()?;
                 if self.flags.histogram || self.flags.stats {
@@ -226,6 +243,7 @@ impl<'f> Runner<'f> {
         let document = serde_json::json!({
             "engine": engines::version_line(self.flags),
             "flags": self.flags,
+            "memory_limit": MemoryLimit::header_line(self.memory_limit.as_ref()),
             "benchmarks": self.results,
             "after_close": self.after_close,
         });
@@ -270,6 +288,7 @@ impl<'f> Runner<'f> {
         let live = reporter.as_ref().map(interval_report::Reporter::live);
         let counters_before = engine.write_counters();
         let os_bytes_before = report::os_write_bytes();
+        let reads_before = resources::Snapshot::take(engine.read_counters());
         // Level samples from before this benchmark (an earlier one, the open) are not its own.
         engine.take_level_samples();
         let progress = Progress::start(name, expected_ops(name, &workload, threads, self.flags));
@@ -316,6 +335,7 @@ impl<'f> Runner<'f> {
             merged.merge(&stats);
         }
         let mut metrics = merged.summary(name);
+        metrics.resources = reads_before.since(&resources::Snapshot::take(engine.read_counters()), metrics.ops);
         self.add_engine_metrics(&mut metrics, counters_before, os_bytes_before);
         self.plot(name, ordinal, &merged, &level_samples)?;
         Ok((merged.report(name), metrics))

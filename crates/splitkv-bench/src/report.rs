@@ -359,6 +359,8 @@ pub struct Metrics {
     pub stall_micros: Option<u64>,
     /// The db_bench message (found counts and the like).
     pub message: String,
+    /// Device reads, read calls, peak RSS and the engine's read counters over the benchmark.
+    pub resources: crate::resources::Resources,
 }
 
 /// A ratio, or `None` when either side is unknown or the denominator is zero.

@@ -33,8 +33,8 @@ pub use options::{
 };
 pub use snapshot::Snapshot;
 pub use stats::{
-    HashTableStats, HistogramSnapshot, IndexBlockStats, LatencyHistogram, LatencyStats, LevelStats, RangeSize,
-    SegmentStatsReport, Stats,
+    HashTableStats, HistogramSnapshot, IndexBlockStats, LatencyHistogram, LatencyStats, LevelStats, MemoryStats,
+    RangeSize, SegmentStatsReport, Stats,
 };
 pub use types::{SegmentId, SequenceNumber};
 pub use vlog::gc::GcOutcome;

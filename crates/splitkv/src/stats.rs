@@ -447,6 +447,41 @@ pub struct Stats {
     pub latency: LatencyStats,
     /// Iterator `next` calls since open, by cursors already dropped.
     pub iter_nexts: u64,
+    /// Memory held, by component, with the limit each is kept under.
+    pub memory: MemoryStats,
+}
+
+/// Memory the engine holds, by component, each next to the limit it is kept under (the options
+/// that set it in brackets). What is not here is small and fixed (per-thread buffers) or belongs
+/// to the operating system (the page cache behind the files).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes in the mutable and the frozen memtable (LSM mode).
+    pub memtable_bytes: u64,
+    /// Most memtable bytes at once: one mutable and one frozen memtable of `write_buffer_size`
+    /// each (a writer waits while both are full); the hash mode's recent keys are counted there.
+    pub memtable_limit: u64,
+    /// Bytes of decoded data blocks in the block cache.
+    pub block_cache_bytes: u64,
+    /// The block cache's capacity (`block_cache_capacity`).
+    pub block_cache_capacity: u64,
+    /// SSTables open in the table cache.
+    pub open_tables: u64,
+    /// Most tables open at once (`max_open_files`).
+    pub table_cache_capacity: u64,
+    /// Index and filter blocks (and trained models) of the open tables: read when a table is
+    /// opened and pinned for as long as it stays open, so a lookup reads neither from the file
+    /// (RocksDB's `pin_l0_filter_and_index_blocks_in_cache` for every level); bounded through
+    /// the table cache's capacity.
+    pub table_index_filter_bytes: u64,
+    /// Bytes of live cursors' read-ahead windows: their keys and inline values, and the values
+    /// requested from the log, which the prefetch pool reads into the window's buffers.
+    pub read_ahead_bytes: u64,
+    /// Most separated-value bytes one cursor holds in read-ahead: two windows, each cut once its
+    /// values reach 4 MiB (passing it by at most one value; the windows' keys come on top).
+    pub read_ahead_limit_per_cursor: u64,
+    /// Prefetch pool threads (`prefetch_threads`); each holds at most one window's reads.
+    pub prefetch_threads: u64,
 }
 
 /// The `splitkv.levelstats` table's heading (RocksDB's layout); indexes with levels add a row
@@ -670,6 +705,20 @@ impl fmt::Display for Stats {
                 )?;
             }
         }
+        let m = &self.memory;
+        let of = |used: u64, limit: u64| format!("{:.1} of {:.1} MiB", used as f64 / MIB, limit as f64 / MIB);
+        write!(
+            f,
+            "\nMemory: memtables {}; block cache {}; {} of {} tables open, {:.1} MiB of index and filter blocks pinned; read-ahead {:.1} MiB ({:.1} MiB per cursor at most, {} prefetch threads)",
+            of(m.memtable_bytes, m.memtable_limit),
+            of(m.block_cache_bytes, m.block_cache_capacity),
+            m.open_tables,
+            m.table_cache_capacity,
+            m.table_index_filter_bytes as f64 / MIB,
+            m.read_ahead_bytes as f64 / MIB,
+            m.read_ahead_limit_per_cursor as f64 / MIB,
+            m.prefetch_threads
+        )?;
         if self.partitions > 0 {
             write!(
                 f,

@@ -121,6 +121,10 @@ pub trait Engine: Send + Sync {
     fn write_counters(&self) -> Option<WriteCounters> {
         None
     }
+    /// The engine's own read counters, if it keeps them.
+    fn read_counters(&self) -> Option<crate::resources::ReadCounters> {
+        None
+    }
     /// Level file counts sampled since the last call (splitkv with `--plot`); engines without a
     /// sampler have none.
     fn take_level_samples(&self) -> Vec<crate::stats_dump::LevelSample> {

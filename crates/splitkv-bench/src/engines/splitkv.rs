@@ -271,6 +271,15 @@ impl Engine for SplitkvEngine {
         })
     }
 
+    fn read_counters(&self) -> Option<crate::resources::ReadCounters> {
+        let stats = self.db.stats();
+        Some(crate::resources::ReadCounters {
+            gets: stats.gets,
+            vlog_reads: stats.vlog_reads,
+            block_cache_misses: stats.block_cache_misses,
+        })
+    }
+
     fn take_level_samples(&self) -> Vec<LevelSample> {
         self.dump.as_ref().map(StatsDump::take_samples).unwrap_or_default()
     }

@@ -294,6 +294,8 @@ impl DbIterator {
             max_entries,
             keys_only: self.keys_only,
             values_cached: Arc::clone(&self.db.scan_values_cached),
+            readaround_feedback: Arc::clone(&self.db.scan_readaround),
+            read_ahead_bytes: Arc::clone(&self.db.read_ahead_bytes),
             scanned,
             vlog: Arc::clone(&self.db.vlog),
             pool: Arc::clone(&self.db.prefetch),

@@ -98,6 +98,10 @@ struct DbInner {
     prefetch: Arc<PrefetchPool>,
     /// Whether the values scans checked last were all in memory (see `read_ahead`).
     scan_values_cached: Arc<AtomicBool>,
+    /// Whether scans' read-around chunks stay in memory until they are used (see `read_ahead`).
+    scan_readaround: Arc<read_ahead::ReadaroundFeedback>,
+    /// Bytes of the live read-ahead windows of every cursor.
+    read_ahead_bytes: Arc<AtomicU64>,
     /// The same for the last batch of point reads (`multi_get`), whose values lie elsewhere.
     point_values_cached: AtomicBool,
     writers: Mutex<VecDeque<Arc<PendingWrite>>>,
@@ -440,6 +444,9 @@ impl Db {
         stats.vlog_bytes_written = self.inner.vlog.bytes_written();
         stats.last_sequence = self.inner.last_sequence.load(Ordering::Acquire);
         self.inner.index.fill_stats(&mut stats);
+        stats.memory.read_ahead_bytes = self.inner.read_ahead_bytes.load(Ordering::Relaxed);
+        stats.memory.read_ahead_limit_per_cursor = read_ahead::READ_AHEAD_LIMIT_PER_CURSOR;
+        stats.memory.prefetch_threads = self.inner.prefetch.threads() as u64;
         let gc = self.inner.gc.totals();
         stats.gc_runs = gc.runs;
         stats.gc_bytes_read = gc.bytes_read;

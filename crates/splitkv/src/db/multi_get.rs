@@ -42,7 +42,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::keyspace::{is_reserved, reserved_key_error};
-use super::read_ahead::uncached_requests;
+use super::read_ahead::{uncached_requests, ReadaroundFeedback};
 use super::{Db, DbInner};
 use crate::error::{Error, Result};
 use crate::index::IndexValue;
@@ -313,7 +313,7 @@ impl DbInner {
         // One value has nothing to overlap with: read it here, as `get` would.
         let uncached = if requests.len() > 1 {
             let sample = self.point_values_cached.load(Ordering::Relaxed);
-            let uncached = uncached_requests(&self.vlog, &requests, sample, 0);
+            let uncached = uncached_requests(&self.vlog, &requests, sample, 0, &ReadaroundFeedback::default());
             self.point_values_cached.store(uncached.is_empty(), Ordering::Relaxed);
             uncached
         } else {

@@ -319,6 +319,8 @@ impl Recovered {
             counters: self.counters,
             prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
             scan_values_cached: Arc::new(AtomicBool::new(false)),
+            scan_readaround: Arc::default(),
+            read_ahead_bytes: Arc::default(),
             point_values_cached: AtomicBool::new(false),
             writers: Mutex::new(VecDeque::new()),
             commit_gate: RwLock::new(()),

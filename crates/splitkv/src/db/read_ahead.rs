@@ -8,12 +8,13 @@
 //!
 //! [`DbIterator`]: super::DbIterator
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use crate::error::Error;
 use crate::iter::db_iter::DbIter;
@@ -38,11 +39,24 @@ pub(super) const RESIDENCY_SAMPLE: usize = 16;
 /// to hold (see [`readaround`]).
 const MAX_READAROUND: u64 = 64 << 10;
 const READAROUND_MIN_HITS: u64 = 2;
+/// Chunks a [`ReadaroundFeedback`] remembers; past this the memory starts afresh. 64 Ki chunks
+/// of 64 KiB cover a 4 GiB stretch of log in about 2 MiB of memory.
+const MAX_REMEMBERED_CHUNKS: usize = 64 << 10;
+/// Returns to evicted chunks that, outnumbering the returns that found their chunk, turn
+/// read-around off: enough that a few unlucky evictions on a roomy machine do not.
+const MIN_EVICTED_RETURNS: u64 = 16;
+/// Entries walked with read-around off after which it is tried again, so a database whose
+/// memory grew (or whose scans changed) does not go without it for good.
+const READAROUND_RETRY_ENTRIES: u64 = 1 << 20;
 /// Most entries in one read-ahead window.
 pub(super) const MAX_WINDOW_ENTRIES: usize = 1024;
 /// A window ends once its separated values add up to this many bytes: large values get short
 /// windows, and an iterator holds at most two windows of values.
 const MAX_WINDOW_VALUE_BYTES: u64 = 4 << 20;
+/// Separated-value bytes one cursor holds in read-ahead at most: its current window and the
+/// next, each cut once its values reach [`MAX_WINDOW_VALUE_BYTES`] (each may pass it by the value
+/// that crossed it, and holds the keys of at most [`MAX_WINDOW_ENTRIES`] entries besides).
+pub(super) const READ_AHEAD_LIMIT_PER_CURSOR: u64 = 2 * MAX_WINDOW_VALUE_BYTES;
 
 pub(super) type Cursor = DbIter<Box<dyn InternalIterator>>;
 
@@ -89,6 +103,9 @@ pub(super) struct Window {
     pub(super) exhausted: bool,
     /// The entry the user is on.
     pub(super) pos: usize,
+    /// The database's gauge of read-ahead bytes, and what this window added to it.
+    gauge: Arc<AtomicU64>,
+    accounted: u64,
 }
 
 impl Window {
@@ -103,6 +120,7 @@ impl Window {
 
 impl Drop for Window {
     fn drop(&mut self) {
+        self.gauge.fetch_sub(self.accounted, Ordering::Relaxed);
         for read in &self.reads {
             read.cancel();
         }
@@ -124,6 +142,11 @@ pub(super) struct WalkPlan {
     /// Whether the values recent walks checked were all in memory, shared by the database's
     /// cursors (see [`uncached_requests`]); this walk reads and updates it.
     pub(super) values_cached: Arc<AtomicBool>,
+    /// Whether read-around chunks last until scans come back to them, shared by the database's
+    /// cursors.
+    pub(super) readaround_feedback: Arc<ReadaroundFeedback>,
+    /// Bytes of all live windows of the database's cursors (`MemoryStats::read_ahead_bytes`).
+    pub(super) read_ahead_bytes: Arc<AtomicU64>,
     /// Entries the scan visited before this window.
     pub(super) scanned: usize,
     pub(super) vlog: Arc<ValueLog>,
@@ -140,8 +163,9 @@ pub(super) fn uncached_requests(
     requests: &[ValueRequest],
     sample: bool,
     readaround: u64,
+    feedback: &ReadaroundFeedback,
 ) -> Vec<usize> {
-    let mut check = ResidencyCheck { vlog, readaround, last: None };
+    let mut check = ResidencyCheck { vlog, readaround, feedback, last: None };
     if !sample {
         return (0..requests.len()).filter(|&i| check.misses(&requests[i].pointer)).collect();
     }
@@ -166,6 +190,7 @@ pub(super) fn uncached_requests(
 struct ResidencyCheck<'a> {
     vlog: &'a ValueLog,
     readaround: u64,
+    feedback: &'a ReadaroundFeedback,
     /// The last chunk checked and whether it was in memory.
     last: Option<(SegmentId, (u64, u64), bool)>,
 }
@@ -178,8 +203,74 @@ impl ResidencyCheck<'_> {
             }
         }
         let cached = self.vlog.will_need(ptr, self.readaround);
-        self.last = Some((ptr.segment, chunk(ptr, self.readaround), cached));
+        let chunk = chunk(ptr, self.readaround);
+        if self.readaround > 0 {
+            self.feedback.note(ptr.segment, chunk.0, cached);
+        }
+        self.last = Some((ptr.segment, chunk, cached));
         !cached
+    }
+}
+
+/// Whether read-around pays under the memory the machine gives the page cache, learnt from the
+/// scans themselves. A read-around chunk is loaded on the bet that the scan comes back for its
+/// other values; with the log larger than the page cache (a memory-capped process, a large
+/// database) the chunk is evicted before that happens and every value then costs a whole chunk
+/// from the device: measured at 8.8 x 4 KiB read per 1 KiB value and 4x slower scans with a
+/// 2 GiB log under a 512 MiB cap. So the chunks loaded are remembered, and every return to one
+/// is a hit (still in memory) or an eviction; once evictions outnumber hits (and there are
+/// [`MIN_EVICTED_RETURNS`] of them) read-around stops, and each value is loaded alone, which is
+/// one page per value and no more. On a machine whose memory holds the log no chunk is evicted
+/// and nothing changes. After [`READAROUND_RETRY_ENTRIES`] entries without it, it is tried
+/// again with fresh evidence.
+#[derive(Debug, Default)]
+pub(crate) struct ReadaroundFeedback {
+    /// Chunks loaded by read-around, as (segment, chunk start).
+    loaded: Mutex<HashSet<(SegmentId, u64)>>,
+    hits: AtomicU64,
+    evicted: AtomicU64,
+    /// Entries walked since read-around was turned off.
+    off_for: AtomicU64,
+}
+
+impl ReadaroundFeedback {
+    /// Records a residency check of the read-around chunk starting at `start`.
+    fn note(&self, segment: SegmentId, start: u64, cached: bool) {
+        let mut loaded = self.loaded.lock();
+        let known = loaded.contains(&(segment, start));
+        match (known, cached) {
+            (true, true) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+            (false, false) => {
+                if loaded.len() >= MAX_REMEMBERED_CHUNKS {
+                    loaded.clear();
+                }
+                loaded.insert((segment, start));
+            }
+            (false, true) => {}
+        }
+    }
+
+    /// True while chunks are seen evicted before scans come back to them; `entries` more are
+    /// being walked.
+    fn thrashing(&self, entries: usize) -> bool {
+        let evicted = self.evicted.load(Ordering::Relaxed);
+        if evicted < MIN_EVICTED_RETURNS || evicted <= self.hits.load(Ordering::Relaxed) {
+            return false;
+        }
+        if self.off_for.fetch_add(entries as u64, Ordering::Relaxed) < READAROUND_RETRY_ENTRIES {
+            return true;
+        }
+        // Time to try again: forget what was learnt.
+        self.loaded.lock().clear();
+        self.hits.store(0, Ordering::Relaxed);
+        self.evicted.store(0, Ordering::Relaxed);
+        self.off_for.store(0, Ordering::Relaxed);
+        false
     }
 }
 
@@ -263,9 +354,13 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
     let mut request_slots = vec![None; requests.len()];
     let mut reads = Vec::new();
     if !plan.keys_only && !requests.is_empty() {
-        let readaround = readaround(plan.scanned + entries.len(), log_span(&requests));
+        let readaround = if plan.readaround_feedback.thrashing(entries.len()) {
+            0
+        } else {
+            readaround(plan.scanned + entries.len(), log_span(&requests))
+        };
         let sample = plan.values_cached.load(Ordering::Relaxed);
-        let uncached = uncached_requests(&plan.vlog, &requests, sample, readaround);
+        let uncached = uncached_requests(&plan.vlog, &requests, sample, readaround, &plan.readaround_feedback);
         plan.values_cached.store(uncached.is_empty(), Ordering::Relaxed);
         for (task, group) in plan_reads(&requests, uncached, plan.pool.threads()).into_iter().enumerate() {
             for (slot, &request) in group.iter().enumerate() {
@@ -275,6 +370,9 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
             reads.push(plan.pool.submit(move || vlog.read_values(&keys, &requests, &group)));
         }
     }
+    // What the window holds once its reads are in: keys, inline values and separated values.
+    let accounted = keys.len() as u64 + inline_values.len() as u64 + if plan.keys_only { 0 } else { value_bytes };
+    plan.read_ahead_bytes.fetch_add(accounted, Ordering::Relaxed);
     let window = Window {
         movement: plan.movement,
         keys,
@@ -287,6 +385,8 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
         error,
         exhausted,
         pos: 0,
+        gauge: Arc::clone(&plan.read_ahead_bytes),
+        accounted,
     };
     Walked { cursor, window }
 }
@@ -295,6 +395,43 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
 mod tests {
     use super::*;
     use crate::vlog::prefetch::test_request as request;
+
+    #[test]
+    fn readaround_stops_once_chunks_are_evicted_before_scans_return_and_retries_later() {
+        let feedback = ReadaroundFeedback::default();
+        let segment = SegmentId(1);
+        // Loaded chunks that are found again in memory: read-around pays.
+        for chunk in 0..100u64 {
+            feedback.note(segment, chunk << 16, false);
+            feedback.note(segment, chunk << 16, true);
+        }
+        assert!(!feedback.thrashing(16));
+        // Chunks in memory without being loaded by a scan say nothing.
+        feedback.note(SegmentId(2), 0, true);
+        assert_eq!(feedback.hits.load(Ordering::Relaxed), 100);
+        // Returns that find their chunks gone, more of them than hits: read-around stops.
+        for chunk in 0..100u64 {
+            feedback.note(segment, chunk << 16, false);
+        }
+        assert!(!feedback.thrashing(16), "as many evictions as hits");
+        feedback.note(segment, 0, false);
+        assert!(feedback.thrashing(16));
+        assert!(feedback.thrashing(READAROUND_RETRY_ENTRIES as usize));
+        // After that many entries it is tried again, with the evidence forgotten.
+        assert!(!feedback.thrashing(16));
+        assert_eq!(feedback.evicted.load(Ordering::Relaxed), 0);
+        assert!(feedback.loaded.lock().is_empty());
+    }
+
+    #[test]
+    fn a_few_evictions_do_not_stop_readaround() {
+        let feedback = ReadaroundFeedback::default();
+        for chunk in 0..(MIN_EVICTED_RETURNS - 1) {
+            feedback.note(SegmentId(1), chunk, false);
+            feedback.note(SegmentId(1), chunk, false);
+        }
+        assert!(!feedback.thrashing(16));
+    }
 
     #[test]
     fn log_span_sums_the_extent_of_each_segment() {

@@ -264,6 +264,11 @@ impl RandomAccessFile for FaultyRandomAccessFile {
         self.inner.read_exact_at(offset, buf)
     }
 
+    fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.injector.lock().check(FaultKind::Read, &self.path)?;
+        self.inner.read_exact_at_cold(offset, buf)
+    }
+
     fn len(&self) -> Result<u64> {
         self.inner.len()
     }

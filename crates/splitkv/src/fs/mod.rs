@@ -61,6 +61,14 @@ pub trait WritableFile: Send {
 pub trait RandomAccessFile: Send + Sync {
     /// Fills `buf` from `offset`; an attempt to read past the end is an `UnexpectedEof` I/O error.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// [`RandomAccessFile::read_exact_at`] for bytes that are probably not in memory (a
+    /// prefetch of values found uncached). An implementation that serves reads from a memory
+    /// map reads these with a system call instead: a fault brings in one page at a time and
+    /// leaves it mapped, and mapped pages are the last the kernel reclaims, so under memory
+    /// pressure they push out pages that read-ahead loaded and nobody has read yet.
+    fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.read_exact_at(offset, buf)
+    }
     /// Current length of the file.
     fn len(&self) -> Result<u64>;
     /// True if the file holds no bytes.

@@ -100,6 +100,11 @@ impl RandomAccessFile for OsRandomAccessFile {
         Ok(())
     }
 
+    fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file.read_exact_at(buf, offset)?;
+        Ok(())
+    }
+
     fn len(&self) -> Result<u64> {
         Ok(self.file.metadata()?.len())
     }

@@ -170,6 +170,13 @@ impl Table {
         (index.kind(), index.summary())
     }
 
+    /// Bytes held in memory for as long as the table is open: its index block, its filter and
+    /// a lazily trained model.
+    pub fn pinned_bytes(&self) -> u64 {
+        let trained = self.trained.get().map_or(0, |model| model.summary().encoded_bytes);
+        self.index.summary().encoded_bytes + trained + self.filter_size() as u64
+    }
+
     /// True if the table uses a model trained lazily (after it was opened).
     pub fn trained_lazily(&self) -> bool {
         self.trained.get().is_some()

@@ -102,6 +102,11 @@ impl TableCache {
     }
 
     /// Number of open tables.
+    /// Most tables open at once.
+    pub fn capacity(&self) -> u64 {
+        self.tables.capacity()
+    }
+
     pub fn len(&self) -> usize {
         self.tables.len()
     }

@@ -304,7 +304,9 @@ impl ValueLog {
             return None;
         }
         let mut bytes = vec![0u8; usize::try_from(end - first.offset).ok()?];
-        segment.file.read_exact_at(first.offset, &mut bytes).ok()?;
+        // Only values found not in memory come here: read them with a system call, not through
+        // the map (see `RandomAccessFile::read_exact_at_cold`).
+        segment.file.read_exact_at_cold(first.offset, &mut bytes).ok()?;
         Some((Bytes::from(bytes), segment.version))
     }
 }

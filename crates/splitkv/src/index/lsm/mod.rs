@@ -439,6 +439,18 @@ impl Index for LsmIndex {
         stats.block_cache_hits = s.block_cache.hits();
         stats.block_cache_misses = s.block_cache.misses();
         stats.index_blocks = s.index_block_stats(&sv);
+        let memory = &mut stats.memory;
+        memory.memtable_bytes = stats.memtable_bytes;
+        memory.memtable_limit = 2 * s.options.write_buffer_size as u64;
+        memory.block_cache_bytes = s.block_cache.usage();
+        memory.block_cache_capacity = s.block_cache.capacity();
+        memory.open_tables = s.table_cache.len() as u64;
+        memory.table_cache_capacity = s.table_cache.capacity();
+        memory.table_index_filter_bytes = (0..sv.version.num_levels())
+            .flat_map(|level| sv.version.files(level))
+            .filter_map(|f| s.table_cache.open_table(f.number))
+            .map(|table| table.pinned_bytes())
+            .sum();
         stats.partitions = sv.version.partition_splits().len() as u64 + 1;
         stats.range_deletes = sv.version.range_tombstones().len() as u64
             + sv.memtables().map(|m| m.range_tombstones().len() as u64).sum::<u64>();
