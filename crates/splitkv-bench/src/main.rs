@@ -101,7 +101,8 @@ impl<'f> Runner<'f> {
 
     fn run(&mut self) -> BenchResult<()> {
         engines::ensure_built_in(self.flags)?;
-        eprint!("{}", report::format_environment(&engines::version_line(self.flags)));
+        eprint!("{}", report::format_environment(&engines::provenance::environment_lines(self.flags)));
+        engines::provenance::refuse_handicapped_peer(self.flags)?;
         let key_size = self.flags.key_size();
         print!(
             "{}",

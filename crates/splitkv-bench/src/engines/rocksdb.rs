@@ -24,11 +24,6 @@ pub struct RocksDbEngine {
     _cache: Option<Cache>,
 }
 
-/// The version line db_bench prints; the C API has no version call, so name the binding.
-pub fn version_line() -> String {
-    "RocksDB:    system library (rust-rocksdb 0.20.1)".to_owned()
-}
-
 /// RocksDB's defaults with the given flags applied, and the block cache the options point to.
 pub fn options_from_flags(flags: &Flags) -> BenchResult<(Options, Option<Cache>)> {
     let mut options = Options::default();
