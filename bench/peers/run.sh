@@ -12,10 +12,15 @@
 #   common        --num --value_size --compression_ratio=1 --cache_size=8388608 (8 MiB LRU)
 #   harness       --compression_type=none (everything else: the engine's own defaults)
 #   LevelDB tool  --compression=0 (its other defaults are LevelDB's Options defaults)
-#   RocksDB tool  --compression_type=none plus the four db_bench defaults that differ from
-#                 RocksDB's Options defaults the harness keeps: --enable_pipelined_write=false
-#                 --table_cache_numshardbits=6 --cache_high_pri_pool_ratio=0.5, and
-#                 --statistics=1 because the harness always enables statistics.
+#   RocksDB tool  --compression_type=none, --statistics=1 (the harness always enables
+#                 statistics), and the db_bench defaults that differ from the RocksDB defaults the
+#                 harness keeps, set back to those: --enable_pipelined_write=false
+#                 --table_cache_numshardbits=6 --cache_high_pri_pool_ratio=0.5
+#                 --delayed_write_rate=16777216 --hard_pending_compaction_bytes_limit=274877906944
+#                 --index_shortening_mode=1 --pin_top_level_index_and_filter=true. The OPTIONS
+#                 files both runs leave then differ only where nothing here depends on them
+#                 (FIFO compaction settings, malloc stats in the LOG, an error-handler listener).
+#                 Both run with RocksDB's perf counters off (db_bench's --perf_level=1 default).
 # Raw output (paths shown as TMP) and commands.txt go to OUT (default: a new temporary directory); summarize.py prints the medians
 # and the harness/db_bench ratios.
 #
@@ -53,7 +58,7 @@ command_for() {
         leveldb-harness) echo "$BENCH_BIN --engine=leveldb $common --compression_type=none" ;;
         leveldb-dbbench) echo "$LEVELDB_DB_BENCH $common --compression=0" ;;
         rocksdb-harness) echo "$BENCH_BIN --engine=rocksdb $common --compression_type=none" ;;
-        rocksdb-dbbench) echo "db_bench $common --compression_type=none --enable_pipelined_write=false --table_cache_numshardbits=6 --cache_high_pri_pool_ratio=0.5 --statistics=1" ;;
+        rocksdb-dbbench) echo "db_bench $common --compression_type=none --statistics=1 --enable_pipelined_write=false --table_cache_numshardbits=6 --cache_high_pri_pool_ratio=0.5 --delayed_write_rate=16777216 --hard_pending_compaction_bytes_limit=274877906944 --index_shortening_mode=1 --pin_top_level_index_and_filter=true" ;;
     esac
 }
 
@@ -73,8 +78,16 @@ for round in $(seq 1 "$ROUNDS"); do
             echo "round $round: $cmd" | sanitize | tee -a "$OUT/commands.txt" >&2
             # db_bench's progress lines end in carriage returns; drop them, keep the header.
             $cmd 2>&1 | tr '\r' '\n' | grep -v '^\.\.\. finished' | sanitize >"$OUT/$config-$size-round$round.txt"
+            # The options RocksDB really used, as it recorded them, to compare the two runs.
+            if [[ $config == rocksdb-* && $round == 1 ]]; then
+                sanitize <"$(ls "$WORK"/db/OPTIONS-* | sort | tail -1)" >"$OUT/$config-$size-OPTIONS.ini"
+            fi
         done
     done
 done
 rm -rf "$WORK/db"
+for size in $SIZES; do
+    diff <(grep -v '^ *#' "$OUT/rocksdb-harness-$size-OPTIONS.ini" | sort) \
+        <(grep -v '^ *#' "$OUT/rocksdb-dbbench-$size-OPTIONS.ini" | sort) >"$OUT/rocksdb-$size-OPTIONS.diff" || true
+done
 python3 "$(dirname "${BASH_SOURCE[0]}")/summarize.py" "$OUT" | tee "$OUT/summary.md"
