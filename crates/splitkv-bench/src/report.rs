@@ -616,6 +616,20 @@ mod tests {
     }
 
     #[test]
+    fn scan_entries_count_one_sample_each_at_the_chunk_average() {
+        let mut stats = OpStats::start(false, Progress::hidden());
+        std::thread::sleep(std::time::Duration::from_millis(4));
+        stats.finished_scan_entries(4);
+        stats.stop();
+        assert_eq!(stats.done(), 4);
+        let hist = &stats.latencies_nanos;
+        assert_eq!(hist.len(), 4);
+        // Each entry gets the same quarter of the chunk's time (at least 1 ms).
+        assert!(hist.min() >= 1_000_000, "{}", hist.min());
+        assert!(hist.equivalent(hist.min(), hist.max()), "{} vs {}", hist.min(), hist.max());
+    }
+
+    #[test]
     fn summary_reports_throughput_and_latency_without_printing_the_histogram() {
         let mut stats = OpStats::start(false, Progress::hidden());
         for _ in 0..10 {
