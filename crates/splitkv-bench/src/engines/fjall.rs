@@ -234,10 +234,7 @@ mod tests {
         engine.put(b"k1", &[7u8; 100], false).unwrap();
         engine.put(b"k2", b"small", true).unwrap();
         engine
-            .write_batch(
-                &[WriteOp::Put { key: b"k3", value: &[1u8; 300] }, WriteOp::Delete { key: b"k2" }],
-                false,
-            )
+            .write_batch(&[WriteOp::Put { key: b"k3", value: &[1u8; 300] }, WriteOp::Delete { key: b"k2" }], false)
             .unwrap();
         engine.flush().unwrap();
         assert_eq!(engine.get(b"k1").unwrap(), Some(100));

@@ -238,9 +238,10 @@ pub fn refuse_handicapped_peer(flags: &Flags) -> BenchResult<()> {
         return Ok(());
     }
     match peer_build(flags).and_then(|peer| handicap(&peer, &BenchBuild::current())) {
-        Some(reason) => {
-            Err(format!("refusing to benchmark a handicapped peer: {reason}. Pass --allow_handicapped_peer to run anyway").into())
-        }
+        Some(reason) => Err(format!(
+            "refusing to benchmark a handicapped peer: {reason}. Pass --allow_handicapped_peer to run anyway"
+        )
+        .into()),
         None => Ok(()),
     }
 }
@@ -292,7 +293,8 @@ mod tests {
 
     #[test]
     fn bundled_or_unoptimised_peers_are_handicapped() {
-        let optimised = BenchBuild { opt_level: "3".to_owned(), profile: "release".to_owned(), debug_assertions: false };
+        let optimised =
+            BenchBuild { opt_level: "3".to_owned(), profile: "release".to_owned(), debug_assertions: false };
         let debug = BenchBuild { opt_level: "0".to_owned(), profile: "debug".to_owned(), debug_assertions: true };
         let system = PeerBuild {
             name: "RocksDB",
@@ -306,10 +308,7 @@ mod tests {
         assert!(handicap(&system, &debug).unwrap().contains("not an optimised build"));
         let both = handicap(&bundled, &debug).unwrap();
         assert!(both.contains("bundled") && both.contains("--release"));
-        assert_eq!(
-            system.line(),
-            "RocksDB:    version 7.8.3, system shared library /usr/lib/librocksdb.so.7.8.3"
-        );
+        assert_eq!(system.line(), "RocksDB:    version 7.8.3, system shared library /usr/lib/librocksdb.so.7.8.3");
         assert!(debug.line().contains("UNOPTIMISED"));
     }
 

@@ -324,7 +324,8 @@ mod tests {
         .unwrap();
         let engine = Box::new(RocksDbEngine::open(&flags).unwrap());
         let family = options_section(dir.path(), "[CFOptions \"default\"]");
-        for setting in ["compression=kNoCompression", "write_buffer_size=1048576", "enable_blob_files=true", "min_blob_size=64"]
+        for setting in
+            ["compression=kNoCompression", "write_buffer_size=1048576", "enable_blob_files=true", "min_blob_size=64"]
         {
             assert!(family.lines().any(|line| line.trim() == setting), "{setting} missing from:\n{family}");
         }
