@@ -226,8 +226,11 @@ pub fn environment_lines(flags: &Flags) -> String {
     let mut lines = super::version_line(flags);
     lines.push('\n');
     lines.push_str(&bench.line());
-    if let Some(reason) = peer_build(flags).and_then(|peer| handicap(&peer, &bench)) {
-        lines.push_str(&format!("\nWARNING: handicapped peer: {reason}"));
+    // Without the flag the run is refused just after these lines, with the reason.
+    if flags.allow_handicapped_peer {
+        if let Some(reason) = peer_build(flags).and_then(|peer| handicap(&peer, &bench)) {
+            lines.push_str(&format!("\nWARNING: handicapped peer: {reason}"));
+        }
     }
     lines
 }
