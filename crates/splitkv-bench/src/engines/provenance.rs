@@ -13,6 +13,9 @@
 //! from the build environment `build.rs` recorded, which is the one `librocksdb-sys`'s build
 //! script decided by.
 
+// Each peer's detection is used only when that peer is compiled in; the tests use all of it.
+#![cfg_attr(not(all(feature = "leveldb", feature = "rocksdb", feature = "fjall")), allow(dead_code))]
+
 use crate::flags::{EngineKind, Flags};
 
 use super::BenchResult;
@@ -151,6 +154,11 @@ pub fn soname_version(path: &str) -> Option<&str> {
     Some(version).filter(|v| !v.is_empty())
 }
 
+/// This process's memory map (empty where `/proc` is missing: nothing is then seen as mapped).
+fn process_maps() -> String {
+    std::fs::read_to_string("/proc/self/maps").unwrap_or_default()
+}
+
 /// A variable `build.rs` recorded as `set:VALUE`, or nothing when it was unset.
 fn recorded(value: &'static str) -> Option<&'static str> {
     value.strip_prefix("set:")
@@ -185,11 +193,11 @@ pub fn rocksdb_build(
 
 /// The selected peer's build, or `None` for splitkv.
 pub fn peer_build(flags: &Flags) -> Option<PeerBuild> {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     match flags.engine {
         EngineKind::Splitkv => None,
         #[cfg(feature = "leveldb")]
         EngineKind::LevelDb => {
+            let maps = process_maps();
             let linkage =
                 mapped_library(&maps, "leveldb").map_or(Linkage::Static, |path| Linkage::SystemShared(path.to_owned()));
             Some(PeerBuild { name: "LevelDB", version: super::leveldb::version(), linkage, binding: None })
@@ -197,7 +205,7 @@ pub fn peer_build(flags: &Flags) -> Option<PeerBuild> {
         #[cfg(feature = "rocksdb")]
         EngineKind::RocksDb => {
             let (linkage, version) = rocksdb_build(
-                &maps,
+                &process_maps(),
                 recorded(env!("SPLITKV_BENCH_ROCKSDB_LIB_DIR")),
                 recorded(env!("SPLITKV_BENCH_ROCKSDB_STATIC")).is_some(),
                 recorded(env!("SPLITKV_BENCH_ROCKSDB_COMPILE")),
