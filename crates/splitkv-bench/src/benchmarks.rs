@@ -188,6 +188,7 @@ pub(crate) fn plan(name: &str, workload: &mut Workload) -> Option<Plan> {
         "deleterandom" => run(delete_random),
         "compact" => run(compact),
         "gc" => run(collect_garbage),
+        "rewritelog" => run(rewrite_log),
         "stats" => Some(Plan { method: None, fresh_db: false, ycsb: None }),
         _ => None,
     }
@@ -200,7 +201,7 @@ pub(crate) fn expected_ops(name: &str, workload: &Workload, threads: usize, flag
     match name {
         "ycsb_load" => Some(flags.ycsb_records),
         _ if name.starts_with("ycsb_") => Some(flags.ycsb_ops),
-        "compact" | "gc" | "stats" => None,
+        "compact" | "gc" | "rewritelog" | "stats" => None,
         // Timed benchmarks run for `--duration` seconds, however many operations that is.
         _ if flags.duration > 0 && is_timed(name) => None,
         // Its writer runs until the readers are done; only the readers' operations count.
@@ -614,6 +615,15 @@ pub(crate) fn compact(ctx: &Context<'_>, _thread: &mut ThreadState) -> BenchResu
 
 pub(crate) fn collect_garbage(ctx: &Context<'_>, _thread: &mut ThreadState) -> BenchResult<()> {
     ctx.engine.gc()
+}
+
+/// Lays values out in key order (splitkv's key-order value-log rewrite; a full compaction for
+/// engines that keep values in their LSM).
+pub(crate) fn rewrite_log(ctx: &Context<'_>, thread: &mut ThreadState) -> BenchResult<()> {
+    let (message, bytes) = ctx.engine.rewrite_log()?;
+    thread.stats.add_bytes(bytes);
+    thread.stats.add_message(&message);
+    Ok(())
 }
 
 /// This thread's share `[start, end)` of `total` items split evenly over the benchmark's threads.

@@ -347,7 +347,7 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
                             fillsync fill100K readrandom readmissing readhot readrandomsmall readseq
                             readreverse seekrandom scanrandom multireadrandom readwhilewriting
                             readrandomwriterandom updaterandom deleterandom deleteseq
-                            deletefraction compact gc stats
+                            deletefraction compact gc rewritelog stats
                             ycsb_load ycsb_a ycsb_b ycsb_c ycsb_d ycsb_e ycsb_f
   --key_size=N (16 + key_prefix)  --duration=SECONDS (0: by count; random writes and reads)
   --readwritepercent=N (90, readrandomwriterandom)  --seek_nexts=N (0, seekrandom)

@@ -422,6 +422,7 @@ mod tests {
             "deleterandom",
             "deleteseq",
             "compact",
+            "rewritelog",
             "stats",
             "readwhilewriting",
             "readrandomwriterandom",

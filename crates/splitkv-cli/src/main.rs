@@ -142,6 +142,18 @@ enum Command {
     Compact { db: PathBuf },
     /// Value-log garbage collection: flush, compact, clean every segment holding garbage.
     Gc { db: PathBuf },
+    /// Rewrite the value log's live values in key order (over `--from`..=`--to`, every key by
+    /// default) so later scans read the log sequentially, then release the segments it emptied.
+    /// LSM index only.
+    RewriteLog {
+        db: PathBuf,
+        /// First key to rewrite (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// Last key to rewrite (inclusive).
+        #[arg(long)]
+        to: Option<String>,
+    },
     /// Write an openable copy of DB into DIR (which must not exist, on the same file system):
     /// SSTables and sealed segments hard-linked, the rest copied. Restore by opening DIR.
     Checkpoint { db: PathBuf, dir: PathBuf },
@@ -191,6 +203,7 @@ fn main() -> ExitCode {
         }
         Command::Compact { db } => commands::admin::compact(&db, out),
         Command::Gc { db } => commands::admin::gc(&db, out),
+        Command::RewriteLog { db, from, to } => commands::admin::rewrite_log(&db, from.as_deref(), to.as_deref(), out),
         Command::Checkpoint { db, dir } => commands::admin::checkpoint(&db, &dir, out),
         Command::Stats { db } => commands::admin::stats(&db, out),
     };

@@ -156,6 +156,36 @@ fn gc_collects_and_keeps_values_readable() -> TestResult {
 }
 
 #[test]
+fn rewrite_log_rewrites_in_key_order_and_keeps_values_readable() -> TestResult {
+    let (_tmp, db) = temp_db()?;
+    build_db(&db)?;
+    let before = splitkv(["get".as_ref(), db.as_os_str(), "big4".as_ref()])?;
+    assert_eq!(before.status.code(), Some(0));
+    let out = splitkv(["--json".as_ref(), "rewrite-log".as_ref(), db.as_os_str()])?;
+    let (code, stdout, stderr) = outcome(&out);
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout)?;
+    assert!(report["records_rewritten"].as_u64() > Some(0), "{report:#}");
+    let after = splitkv(["get".as_ref(), db.as_os_str(), "big4".as_ref()])?;
+    assert_eq!(after.stdout, before.stdout, "the value reads back the same");
+    // A range given as keys, and the plain-text report.
+    let out = splitkv([
+        "rewrite-log".as_ref(),
+        db.as_os_str(),
+        "--from".as_ref(),
+        "big".as_ref(),
+        "--to".as_ref(),
+        "big9".as_ref(),
+    ])?;
+    let (code, stdout, stderr) = outcome(&out);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.starts_with("rewrite-log: rewrote "), "{stdout}");
+    let verify = splitkv(["verify".as_ref(), db.as_os_str()])?;
+    assert_eq!(verify.status.code(), Some(0), "{}", String::from_utf8_lossy(&verify.stdout));
+    Ok(())
+}
+
+#[test]
 fn commands_refuse_a_directory_without_a_database() -> TestResult {
     let (_tmp, db) = temp_db()?;
     std::fs::create_dir_all(&db)?;

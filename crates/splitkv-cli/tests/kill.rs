@@ -27,7 +27,7 @@
 //! Each test runs one case: a GC mode over an index. Every mode runs over the LSM index; the
 //! hash index (SSHKV mode) runs the same modes except `copy-all-separated`, which differs from
 //! `copy` only in what the LSM index keeps inline (the hash index keeps every value in the
-//! log). Its table starts at 64 buckets, so chains form and the table grows (rehash and rename)
+//! log), and `key-order-rewrite`, which the hash index refuses (it keeps no key order). Its table starts at 64 buckets, so chains form and the table grows (rehash and rename)
 //! while children are being killed. The hash index behind two request shards (`hash-sharded-`)
 //! runs `no-gc` and `copy`: its single-key batches commit on a shard's worker and the rest
 //! through group commit, so kills land in both paths and in the hand-over between them.
@@ -60,9 +60,9 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use splitkv::{Db, IndexKind, Keyspace, Options, ReadOptions, WriteBatch, WriteOptions};
+use splitkv::{Db, GcRewriteOrder, IndexKind, Keyspace, Options, ReadOptions, WriteBatch, WriteOptions};
 
-/// Kills per LSM case in a normal run; five modes make 100 kills.
+/// Kills per LSM case in a normal run; six modes make 120 kills.
 const DEFAULT_ROUNDS: u32 = 20;
 /// Kills per hash-index case in a normal run: four modes make 48 more, which keeps the whole
 /// test within about one and a half times the LSM cases' run time. Soaks raise both with
@@ -85,6 +85,8 @@ const HEADER_LEN: usize = 10;
 /// random choices are independent of the workload's.
 const READER_STREAM: u64 = 0x7265_6164_6572;
 const PARENT_STREAM: u64 = 0x7061_7265_6e74;
+/// And for the GC thread's choice of call in the key-order mode.
+const GC_STREAM: u64 = 0x6763;
 
 /// Environment of the child: its case (the variable that makes `child_entry` run), directory,
 /// seed and generation.
@@ -140,6 +142,10 @@ enum Mode {
     PunchHoles,
     /// A physical space budget drives GC, punching holes while logical space allows.
     SpaceBudget,
+    /// The GC thread mostly rewrites the value log in key order (`rewrite_value_log`, over
+    /// every key or over a random range), with `run_gc` now and then; GC sorts each victim's
+    /// survivors by key (`gc_rewrite_order`). LSM only: the hash index keeps no key order.
+    KeyOrderRewrite,
 }
 
 impl Mode {
@@ -150,6 +156,7 @@ impl Mode {
             Mode::CopyAllSeparated => "copy-all-separated",
             Mode::PunchHoles => "punch-holes",
             Mode::SpaceBudget => "space-budget",
+            Mode::KeyOrderRewrite => "key-order-rewrite",
         }
     }
 
@@ -173,6 +180,7 @@ impl Mode {
             Mode::CopyAllSeparated => Options { value_threshold: 0, ..small },
             Mode::PunchHoles => Options { gc_punch_holes: true, ..small },
             Mode::SpaceBudget => Options { gc_space_budget: Some(4 << 20), gc_punch_holes: true, ..small },
+            Mode::KeyOrderRewrite => Options { gc_rewrite_order: GcRewriteOrder::Key, ..small },
         }
     }
 }
@@ -195,12 +203,13 @@ struct Case {
 }
 
 impl Case {
-    const ALL: [Case; 11] = [
+    const ALL: [Case; 12] = [
         Case::lsm(Mode::NoGc),
         Case::lsm(Mode::Copy),
         Case::lsm(Mode::CopyAllSeparated),
         Case::lsm(Mode::PunchHoles),
         Case::lsm(Mode::SpaceBudget),
+        Case::lsm(Mode::KeyOrderRewrite),
         Case::hash(Mode::NoGc),
         Case::hash(Mode::Copy),
         Case::hash(Mode::PunchHoles),
@@ -280,6 +289,11 @@ fn kill_during_hole_punching_gc() {
 #[test]
 fn kill_during_space_budget_gc() {
     run_case(Case::lsm(Mode::SpaceBudget));
+}
+
+#[test]
+fn kill_during_key_order_rewrite() {
+    run_case(Case::lsm(Mode::KeyOrderRewrite));
 }
 
 #[test]
@@ -496,9 +510,22 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
     // hole punching or segment release). An error is a finding, never retried.
     if case.mode != Mode::NoGc {
         let gc_db = Arc::clone(&db);
+        let mut gc_rng = StdRng::seed_from_u64(mix(seed ^ GC_STREAM) ^ u64::from(generation));
         thread::spawn(move || loop {
-            if let Err(e) = gc_db.run_gc() {
-                die(EXIT_GC_FAILED, &format!("run_gc: {e}"));
+            let collected = match case.mode {
+                Mode::KeyOrderRewrite => match gc_rng.gen_range(0..4) {
+                    0 => gc_db.run_gc().map(drop),
+                    1 => {
+                        let from = gc_rng.gen_range(0..KEYS);
+                        let to = gc_rng.gen_range(from..KEYS);
+                        gc_db.rewrite_value_log(Some(&key(from)), Some(&key(to))).map(drop)
+                    }
+                    _ => gc_db.rewrite_value_log(None, None).map(drop),
+                },
+                _ => gc_db.run_gc().map(drop),
+            };
+            if let Err(e) = collected {
+                die(EXIT_GC_FAILED, &format!("GC: {e}"));
             }
             // Counted by the parent, to show that kills do land while GC is busy.
             if std::io::stdout().write_all(b"GC\n").is_err() {
@@ -664,7 +691,7 @@ fn run_case(case: Case) {
     }
     let (left, collected) = final_space_amplification(case, &dir);
     println!(
-        "kill test case {}: {rounds} kills, {} batches acknowledged, 0 lost, {} run_gc calls returned, \
+        "kill test case {}: {rounds} kills, {} batches acknowledged, 0 lost, {} GC calls returned, \
          in-flight batch applied {} times, {} keys live at the end, space amplification {left:.2} as \
          the last kill left it and {collected:.2} after run_gc, {:.1?}",
         case.name(),

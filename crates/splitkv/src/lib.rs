@@ -22,11 +22,14 @@
 // The public API is what this file re-exports, plus the `fs` module.
 pub use batch::WriteBatch;
 pub use compaction::{CompactionEvent, CompactionListener, PickReason};
-pub use db::{CheckpointInfo, Completion, Db, DbIterator, Keyspace, MultiGet, MultiGetResult, RangeIter};
+pub use db::{
+    CheckpointInfo, Completion, Db, DbIterator, Keyspace, MultiGet, MultiGetResult, RangeIter, RewriteOutcome,
+};
 pub use error::{Error, Result};
 pub use info_log::InfoLogOptions;
 pub use options::{
-    CompactionPolicyKind, CompressionType, GcPolicyKind, IndexBlockKind, IndexKind, Options, ReadOptions, WriteOptions,
+    CompactionPolicyKind, CompressionType, GcPolicyKind, GcRewriteOrder, IndexBlockKind, IndexKind, Options,
+    ReadOptions, WriteOptions,
 };
 pub use snapshot::Snapshot;
 pub use stats::{

@@ -30,7 +30,9 @@ use crate::error::{Error, Result};
 use crate::filenames::{options_file, temp_file};
 use crate::fs::{FileSystem, OsFileSystem};
 use crate::info_log::InfoLogOptions;
-use crate::options::{CompactionPolicyKind, CompressionType, GcPolicyKind, IndexBlockKind, IndexKind, Options};
+use crate::options::{
+    CompactionPolicyKind, CompressionType, GcPolicyKind, GcRewriteOrder, IndexBlockKind, IndexKind, Options,
+};
 
 /// Version of the `OPTIONS` format written by this code; readers refuse newer ones.
 pub const OPTIONS_FORMAT_VERSION: u32 = 1;
@@ -82,6 +84,7 @@ struct StoredOptions {
     gc_punch_holes: bool,
     gc_logical_space_factor: f64,
     gc_rate_limit: u64,
+    gc_rewrite_order: StoredGcRewriteOrder,
     index_block_kind: StoredIndexBlockKind,
     paranoid_checks: bool,
     prefetch_threads: usize,
@@ -124,6 +127,13 @@ enum StoredGcPolicy {
     Oldest,
     Greedy,
     CostBenefit,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StoredGcRewriteOrder {
+    Segment,
+    Key,
 }
 
 #[derive(Clone, Copy, Serialize, Deserialize)]
@@ -179,6 +189,7 @@ impl From<&Options> for StoredOptions {
             gc_punch_holes,
             gc_logical_space_factor,
             gc_rate_limit,
+            gc_rewrite_order,
             index,
             index_block_kind,
             paranoid_checks,
@@ -234,6 +245,10 @@ impl From<&Options> for StoredOptions {
             gc_punch_holes: *gc_punch_holes,
             gc_logical_space_factor: *gc_logical_space_factor,
             gc_rate_limit: *gc_rate_limit,
+            gc_rewrite_order: match gc_rewrite_order {
+                GcRewriteOrder::Segment => StoredGcRewriteOrder::Segment,
+                GcRewriteOrder::Key => StoredGcRewriteOrder::Key,
+            },
             index_block_kind: match index_block_kind {
                 IndexBlockKind::Binary => StoredIndexBlockKind::Binary,
                 IndexBlockKind::Learned => StoredIndexBlockKind::Learned,
@@ -308,6 +323,10 @@ impl StoredOptions {
             gc_punch_holes: self.gc_punch_holes,
             gc_logical_space_factor: self.gc_logical_space_factor,
             gc_rate_limit: self.gc_rate_limit,
+            gc_rewrite_order: match self.gc_rewrite_order {
+                StoredGcRewriteOrder::Segment => GcRewriteOrder::Segment,
+                StoredGcRewriteOrder::Key => GcRewriteOrder::Key,
+            },
             index: match self.index {
                 StoredIndex::Lsm => IndexKind::Lsm,
                 StoredIndex::Hash { capacity, shards } => IndexKind::Hash { capacity, shards },
@@ -487,6 +506,7 @@ mod tests {
             partition_split_points: vec![b"m".to_vec(), vec![0, 255, 7]],
             partition_target_bytes: Some(1 << 40),
             gc_policy: GcPolicyKind::CostBenefit,
+            gc_rewrite_order: GcRewriteOrder::Key,
             gc_space_budget: Some(u64::MAX - 1),
             gc_space_amplification: None,
             index: IndexKind::Hash { capacity: 1 << 33, shards: 3 },

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::{dump, index_kinds, key, small_options, value_for, CrashEnv};
 use splitkv::fs::{Fault, FaultKind};
-use splitkv::{Db, GcPolicyKind, IndexKind, Options, ReadOptions, Result, WriteOptions};
+use splitkv::{Db, GcPolicyKind, GcRewriteOrder, IndexKind, Options, ReadOptions, Result, WriteOptions};
 
 fn gc_options(kind: IndexKind, policy: GcPolicyKind) -> Options {
     Options { value_threshold: 256, background_gc: false, gc_policy: policy, ..small_options(kind, 256) }
@@ -181,12 +181,22 @@ enum GcCrashCase {
     UnflushedMemtable,
     /// `run_gc` with hole punching, while a snapshot from before the overwrites is open.
     PunchWithSnapshot,
+    /// `rewrite_value_log` over every key (LSM only: the hash index refuses it), then the
+    /// release of the segments it emptied.
+    KeyOrderRewrite,
+    /// Background-style steps that rewrite each victim's survivors sorted by key.
+    KeyOrderSteps,
 }
 
 impl GcCrashCase {
     fn options(self, kind: IndexKind) -> Options {
         let punch = matches!(self, GcCrashCase::PunchWithSnapshot);
-        Options { gc_punch_holes: punch, ..gc_options(kind, GcPolicyKind::Greedy) }
+        let key_order = matches!(self, GcCrashCase::KeyOrderRewrite | GcCrashCase::KeyOrderSteps);
+        Options {
+            gc_punch_holes: punch,
+            gc_rewrite_order: if key_order { GcRewriteOrder::Key } else { GcRewriteOrder::Segment },
+            ..gc_options(kind, GcPolicyKind::Greedy)
+        }
     }
 }
 
@@ -233,7 +243,16 @@ fn readers_keep_their_view_across_hole_punching(kind: IndexKind) -> Result<()> {
 #[test]
 fn crash_at_every_io_point_of_gc_loses_nothing() -> Result<()> {
     for kind in index_kinds() {
-        for case in [GcCrashCase::Copy, GcCrashCase::UnflushedMemtable, GcCrashCase::PunchWithSnapshot] {
+        for case in [
+            GcCrashCase::Copy,
+            GcCrashCase::UnflushedMemtable,
+            GcCrashCase::PunchWithSnapshot,
+            GcCrashCase::KeyOrderRewrite,
+            GcCrashCase::KeyOrderSteps,
+        ] {
+            if matches!(case, GcCrashCase::KeyOrderRewrite) && kind != IndexKind::Lsm {
+                continue;
+            }
             crash_at_every_io_point_of_gc(kind, case)?;
         }
     }
@@ -248,7 +267,7 @@ fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<(
         let mut last = overwrite(&db, 200, 4)?;
         db.delete(key(7))?;
         db.compact_range(None, None)?;
-        if let GcCrashCase::UnflushedMemtable = case {
+        if let GcCrashCase::UnflushedMemtable | GcCrashCase::KeyOrderSteps = case {
             for k in 100..150u64 {
                 db.put(key(k), value_for(10_000 + k, 700))?;
                 last[k as usize] = 10_000 + k;
@@ -260,10 +279,11 @@ fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<(
     };
     let collect = |db: &Db| -> Result<()> {
         match case {
-            GcCrashCase::UnflushedMemtable => {
+            GcCrashCase::UnflushedMemtable | GcCrashCase::KeyOrderSteps => {
                 while db.gc_step()?.victim.is_some() {}
                 Ok(())
             }
+            GcCrashCase::KeyOrderRewrite => db.rewrite_value_log(None, None).map(drop),
             _ => db.run_gc().map(drop),
         }
     };

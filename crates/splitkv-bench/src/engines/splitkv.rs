@@ -247,6 +247,17 @@ impl Engine for SplitkvEngine {
         Ok(())
     }
 
+    fn rewrite_log(&self) -> BenchResult<(String, u64)> {
+        let outcome = self.db.rewrite_value_log(None, None)?;
+        let message = format!(
+            "(rewrote {} values, {:.1} MB; released {} segments)",
+            outcome.records_rewritten,
+            outcome.bytes_rewritten as f64 / 1048576.0,
+            outcome.gc.segments_released.len()
+        );
+        Ok((message, outcome.bytes_rewritten))
+    }
+
     fn stats_text(&self) -> Option<String> {
         Some(self.db.stats().to_string())
     }

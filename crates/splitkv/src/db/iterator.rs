@@ -44,8 +44,12 @@ pub struct DbIterator {
     db: Arc<DbInner>,
     /// The index cursor; `None` only while a read-ahead walk holds it (`next_walk` is set).
     cursor: Option<Cursor>,
-    /// The current value (empty for separated values under `keys_only`).
+    /// The current value (empty for separated values under `keys_only`), unless
+    /// `value_in_cursor`.
     value: Bytes,
+    /// The current value is the home cursor's inline value, read in place: stepping over small
+    /// values copies and allocates nothing (outside read-ahead, whose windows hold them).
+    value_in_cursor: bool,
     /// Read-ahead mode: the entries being visited. `None`: the cursor is on the current entry.
     window: Option<Window>,
     /// The walk producing the window after the current one, started halfway through it.
@@ -75,6 +79,7 @@ impl DbIterator {
             db,
             cursor: Some(cursor),
             value: Bytes::new(),
+            value_in_cursor: false,
             window: None,
             next_walk: None,
             keys_only: opts.keys_only,
@@ -156,7 +161,10 @@ impl DbIterator {
 
     /// The current value; empty for every entry under [`ReadOptions::keys_only`].
     pub fn value(&self) -> &[u8] {
-        &self.value
+        match &self.cursor {
+            Some(cursor) if self.value_in_cursor => cursor.raw_value(),
+            _ => &self.value,
+        }
     }
 
     /// The current value, read from the value log now if the cursor did not load it
@@ -166,7 +174,7 @@ impl DbIterator {
             return Err(Error::InvalidArgument("the iterator is not positioned on an entry".into()));
         }
         if !self.keys_only {
-            return Ok(self.value.clone());
+            return Ok(self.value_bytes());
         }
         let pointer = match &self.window {
             Some(w) => match &w.entries[w.pos].value {
@@ -222,7 +230,7 @@ impl DbIterator {
         self.moves_in_a_row = 0;
         self.next_window_entries = FIRST_WINDOW_ENTRIES;
         self.scanned = 0;
-        self.value = Bytes::new();
+        self.set_value(Bytes::new());
         seek(self.home_cursor_mut()?)?;
         self.load_value()
     }
@@ -235,7 +243,7 @@ impl DbIterator {
             // Changing direction: put the cursor back on the current key and step from there.
             let key = self.stored_key().to_vec();
             self.stop_read_ahead();
-            self.value = Bytes::new();
+            self.set_value(Bytes::new());
             self.home_cursor_mut()?.seek(&key)?;
         }
         if self.last_move == Some(movement) {
@@ -244,7 +252,7 @@ impl DbIterator {
             self.last_move = Some(movement);
             self.moves_in_a_row = 1;
         }
-        self.value = Bytes::new();
+        self.set_value(Bytes::new());
         let cursor = self.home_cursor_mut()?;
         match movement {
             Movement::Forward => cursor.next()?,
@@ -329,6 +337,7 @@ impl DbIterator {
     fn advance_window(&mut self) -> Result<()> {
         let Some(window) = self.window.as_mut() else { return Ok(()) };
         self.value = Bytes::new();
+        self.value_in_cursor = false;
         if window.pos + 1 < window.entries.len() {
             window.pos += 1;
             return self.land();
@@ -350,6 +359,7 @@ impl DbIterator {
         let request = match &entry.value {
             BufferedValue::Inline(range) => {
                 self.value = window.inline_values.slice(range.clone());
+                self.value_in_cursor = false;
                 return Ok(());
             }
             BufferedValue::Separated(request) => *request,
@@ -363,7 +373,7 @@ impl DbIterator {
             results.get_mut(slot).and_then(Option::take)
         });
         Counters::add(&self.db.counters.vlog_reads, 1);
-        self.value = match prefetched {
+        let value = match prefetched {
             Some(value) => value,
             // In memory, or the prefetch failed: a plain read gives the value or the real error.
             None => {
@@ -371,6 +381,7 @@ impl DbIterator {
                 self.db.vlog.read(&pointer, window.key(window.pos))?
             }
         };
+        self.set_value(value);
         Ok(())
     }
 
@@ -378,19 +389,39 @@ impl DbIterator {
     fn load_value(&mut self) -> Result<()> {
         let cursor = self.home_cursor()?;
         if !cursor.valid() || self.keys_only {
-            self.value = Bytes::new();
+            self.set_value(Bytes::new());
             return Ok(());
         }
         let decoded = (cursor.value_kind() == ValueKind::Pointer).then(|| ValuePointer::decode(cursor.raw_value()));
-        self.value = match decoded {
+        let value = match decoded {
             Some(Some(ptr)) => self.db.read_pointer(&ptr, cursor.key())?,
             Some(None) => {
                 let origin = self.home_cursor_mut()?.entry_origin()?;
                 return Err(self.malformed_pointer(origin));
             }
-            None => Bytes::copy_from_slice(cursor.raw_value()),
+            None => {
+                self.set_value(Bytes::new());
+                self.value_in_cursor = true;
+                return Ok(());
+            }
         };
+        self.set_value(value);
         Ok(())
+    }
+
+    /// The current value as a handle of its own (a copy if it is read in place).
+    fn value_bytes(&self) -> Bytes {
+        if self.value_in_cursor {
+            Bytes::copy_from_slice(self.value())
+        } else {
+            self.value.clone()
+        }
+    }
+
+    /// Makes `value` the current value.
+    fn set_value(&mut self, value: Bytes) {
+        self.value = value;
+        self.value_in_cursor = false;
     }
 }
 
@@ -482,6 +513,6 @@ impl Iterator for RangeIter {
             self.done = true;
             return None;
         }
-        Some(Ok((Bytes::copy_from_slice(key), self.cursor.value.clone())))
+        Some(Ok((Bytes::copy_from_slice(key), self.cursor.value_bytes())))
     }
 }

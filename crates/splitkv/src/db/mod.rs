@@ -48,6 +48,7 @@ mod properties;
 mod publish;
 mod read_ahead;
 mod read_only;
+mod rewrite;
 mod shards;
 mod write;
 
@@ -57,6 +58,7 @@ pub use completion::Completion;
 pub use iterator::{DbIterator, RangeIter};
 pub use keyspace::Keyspace;
 pub use multi_get::{MultiGet, MultiGetResult};
+pub use rewrite::RewriteOutcome;
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};

@@ -352,6 +352,7 @@ pub(super) fn new_collector(options: &Options) -> GarbageCollector {
             space_trigger: options.gc_space_trigger,
             punch_holes: options.gc_punch_holes,
             logical_space_factor: options.gc_logical_space_factor,
+            rewrite_order: options.gc_rewrite_order,
         },
         options.segment_size,
     )

@@ -1,8 +1,10 @@
 //! A k-way merge of several [`InternalIterator`]s into one ordered cursor.
 //!
 //! Each read (point or scan) merges the memtables, every L0 file and one iterator per deeper
-//! level: a couple of dozen children at most, so the current child is found by a linear scan
-//! rather than a heap; the scan is simpler to keep correct across direction changes.
+//! level. The children are kept in a binary heap keyed by their current entries (RocksDB's
+//! merging iterator; LevelDB scans every child on each step instead): a step re-sifts only the
+//! child that moved, and in a long scan one child usually supplies a run of entries, which costs
+//! two key comparisons per step whatever the number of children.
 //!
 //! Invariants:
 //! - Moving forward, every valid child is positioned at its first entry `>=` the current key;
@@ -10,6 +12,7 @@
 //! - Entries with identical internal keys in several children are yielded in child order when
 //!   moving forward (lower index first) and in reverse child order when moving backward, so a
 //!   backward walk is exactly the reverse of a forward walk. Direction switches preserve this.
+//!   The heap orders by (key, child index) to keep it.
 //!
 //! After a child returns an error the merged iterator is invalid and must be re-seeked.
 //! Exclusively owned (`&mut self`); `Send` because every child is.
@@ -29,15 +32,18 @@ enum Direction {
 /// Merges children that are each sorted by [`compare_internal_keys`].
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
-    /// Index of the child holding the current entry, `None` when exhausted.
-    current: Option<usize>,
+    /// The valid children's indexes as a binary heap whose root comes first in the current
+    /// direction (smallest key moving forward, largest moving backward); the root holds the
+    /// current entry, and an empty heap means the merge is exhausted.
+    heap: Vec<usize>,
     direction: Direction,
 }
 
 impl MergingIterator {
     /// Merges `children`; the result starts unpositioned.
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
-        MergingIterator { children, current: None, direction: Direction::Forward }
+        let heap = Vec::with_capacity(children.len());
+        MergingIterator { children, heap, direction: Direction::Forward }
     }
 
     /// Number of merged children.
@@ -45,47 +51,64 @@ impl MergingIterator {
         self.children.len()
     }
 
+    /// The child holding the current entry.
+    fn current(&self) -> Option<usize> {
+        self.heap.first().copied()
+    }
+
     /// Runs a movement; an error leaves the merged iterator invalid rather than half-moved.
     fn guarded(&mut self, movement: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
         let result = movement(self);
         if result.is_err() {
-            self.current = None;
+            self.heap.clear();
         }
         result
     }
 
-    /// Strict `Less` keeps the lowest-indexed child among equal keys.
-    fn find_smallest(&mut self) {
-        let mut smallest: Option<usize> = None;
-        for (index, child) in self.children.iter().enumerate() {
-            if !child.valid() {
-                continue;
-            }
-            smallest = match smallest {
-                Some(best) if compare_internal_keys(child.key(), self.children[best].key()) != Ordering::Less => {
-                    Some(best)
-                }
-                _ => Some(index),
-            };
+    /// Rebuilds the heap from every valid child, for `direction`.
+    fn rebuild(&mut self, direction: Direction) {
+        self.direction = direction;
+        self.heap.clear();
+        self.heap.extend((0..self.children.len()).filter(|&i| self.children[i].valid()));
+        for pos in (0..self.heap.len() / 2).rev() {
+            self.sift_down(pos);
         }
-        self.current = smallest;
     }
 
-    /// Scans from the back with strict `Greater`, so among equal keys the highest index wins.
-    fn find_largest(&mut self) {
-        let mut largest: Option<usize> = None;
-        for (index, child) in self.children.iter().enumerate().rev() {
-            if !child.valid() {
-                continue;
-            }
-            largest = match largest {
-                Some(best) if compare_internal_keys(child.key(), self.children[best].key()) != Ordering::Greater => {
-                    Some(best)
-                }
-                _ => Some(index),
-            };
+    /// True if child `a`'s entry comes out before child `b`'s in the current direction.
+    fn before(&self, a: usize, b: usize) -> bool {
+        let order = compare_internal_keys(self.children[a].key(), self.children[b].key()).then(a.cmp(&b));
+        match self.direction {
+            Direction::Forward => order == Ordering::Less,
+            Direction::Reverse => order == Ordering::Greater,
         }
-        self.current = largest;
+    }
+
+    /// Restores the heap below `pos` after the child there moved.
+    fn sift_down(&mut self, mut pos: usize) {
+        let len = self.heap.len();
+        loop {
+            let left = 2 * pos + 1;
+            if left >= len {
+                return;
+            }
+            let right = left + 1;
+            let first = if right < len && self.before(self.heap[right], self.heap[left]) { right } else { left };
+            if !self.before(self.heap[first], self.heap[pos]) {
+                return;
+            }
+            self.heap.swap(pos, first);
+            pos = first;
+        }
+    }
+
+    /// Re-places the root after its child moved: sifts it down, or drops it once exhausted.
+    fn fix_root(&mut self) {
+        let Some(&root) = self.heap.first() else { return };
+        if !self.children[root].valid() {
+            self.heap.swap_remove(0);
+        }
+        self.sift_down(0);
     }
 
     fn seek_all(&mut self, movement: impl Fn(&mut dyn InternalIterator) -> Result<()>) -> Result<()> {
@@ -104,7 +127,7 @@ impl MergingIterator {
     }
 
     fn next_impl(&mut self) -> Result<()> {
-        let Some(current) = self.current else {
+        let Some(current) = self.current() else {
             return Ok(());
         };
         if self.direction == Direction::Reverse {
@@ -120,15 +143,17 @@ impl MergingIterator {
                     Self::skip_equal(child.as_mut(), &key)?;
                 }
             }
-            self.direction = Direction::Forward;
+            self.children[current].next()?;
+            self.rebuild(Direction::Forward);
+            return Ok(());
         }
         self.children[current].next()?;
-        self.find_smallest();
+        self.fix_root();
         Ok(())
     }
 
     fn prev_impl(&mut self) -> Result<()> {
-        let Some(current) = self.current else {
+        let Some(current) = self.current() else {
             return Ok(());
         };
         if self.direction == Direction::Forward {
@@ -149,24 +174,25 @@ impl MergingIterator {
                     child.seek_to_last()?;
                 }
             }
-            self.direction = Direction::Reverse;
+            self.children[current].prev()?;
+            self.rebuild(Direction::Reverse);
+            return Ok(());
         }
         self.children[current].prev()?;
-        self.find_largest();
+        self.fix_root();
         Ok(())
     }
 }
 
 impl InternalIterator for MergingIterator {
     fn valid(&self) -> bool {
-        self.current.is_some()
+        !self.heap.is_empty()
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
         self.guarded(|merged| {
             merged.seek_all(|child| child.seek_to_first())?;
-            merged.direction = Direction::Forward;
-            merged.find_smallest();
+            merged.rebuild(Direction::Forward);
             Ok(())
         })
     }
@@ -174,8 +200,7 @@ impl InternalIterator for MergingIterator {
     fn seek_to_last(&mut self) -> Result<()> {
         self.guarded(|merged| {
             merged.seek_all(|child| child.seek_to_last())?;
-            merged.direction = Direction::Reverse;
-            merged.find_largest();
+            merged.rebuild(Direction::Reverse);
             Ok(())
         })
     }
@@ -183,8 +208,7 @@ impl InternalIterator for MergingIterator {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         self.guarded(|merged| {
             merged.seek_all(|child| child.seek(target))?;
-            merged.direction = Direction::Forward;
-            merged.find_smallest();
+            merged.rebuild(Direction::Forward);
             Ok(())
         })
     }
@@ -200,15 +224,15 @@ impl InternalIterator for MergingIterator {
     }
 
     fn key(&self) -> &[u8] {
-        self.current.map_or(&[], |current| self.children[current].key())
+        self.current().map_or(&[], |current| self.children[current].key())
     }
 
     fn value(&self) -> &[u8] {
-        self.current.map_or(&[], |current| self.children[current].value())
+        self.current().map_or(&[], |current| self.children[current].value())
     }
 
     fn entry_origin(&self) -> EntryOrigin {
-        self.current.map_or(EntryOrigin::Unpositioned, |current| self.children[current].entry_origin())
+        self.current().map_or(EntryOrigin::Unpositioned, |current| self.children[current].entry_origin())
     }
 }
 

@@ -9,6 +9,11 @@
 //! Range deletes sit beside the skiplist as a short list of [`RangeTombstone`]s with their
 //! [`Fragments`] (rebuilt on each new one: range deletes are rare next to point writes). A
 //! memtable holding only range deletes is not empty: its flush must still record them.
+//!
+//! A Bloom filter of the user keys ([`key_filter`]) answers point reads of absent keys without
+//! searching the skiplist.
+
+mod key_filter;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -20,6 +25,7 @@ use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
+use self::key_filter::KeyFilter;
 use crate::iter::{EntryOrigin, InternalIterator};
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::types::{
@@ -29,6 +35,10 @@ use crate::types::{
 
 /// Rough per-entry overhead of the skiplist node, for size accounting.
 const ENTRY_OVERHEAD: usize = 64;
+
+/// Bytes per entry assumed when sizing the key filter: the node overhead plus a short key and
+/// value (a 16-byte key with a value pointer comes to about this).
+const FILTER_ENTRY_BYTES: usize = ENTRY_OVERHEAD + 32;
 
 /// Internal keys up to this long are stored inside the skiplist node itself: a 16-byte user key
 /// plus its trailer fits, so a search compares keys without chasing a pointer per node.
@@ -83,6 +93,8 @@ pub enum Lookup {
 /// An ordered in-memory table of internal keys.
 pub struct Memtable {
     map: SkipMap<MemKey, Bytes>,
+    /// Every user key inserted into `map`.
+    keys: KeyFilter,
     approximate_bytes: AtomicUsize,
     /// Value-log position of this memtable's first record: once the memtable is flushed, replay
     /// can start here.
@@ -99,10 +111,12 @@ pub struct Memtable {
 }
 
 impl Memtable {
-    /// An empty memtable whose first record sits at `log_start` in the value log.
-    pub fn new(log_start: LogPosition) -> Self {
+    /// An empty memtable whose first record sits at `log_start` in the value log, expected to
+    /// hold about `budget_bytes` (see [`Memtable::approximate_bytes`]).
+    pub fn new(log_start: LogPosition, budget_bytes: usize) -> Self {
         Memtable {
             map: SkipMap::new(),
+            keys: KeyFilter::with_capacity(budget_bytes / FILTER_ENTRY_BYTES),
             approximate_bytes: AtomicUsize::new(0),
             log_start,
             max_sequence: AtomicU64::new(0),
@@ -147,11 +161,16 @@ impl Memtable {
         let key = MemKey::new(user_key, seq, kind);
         self.approximate_bytes.fetch_add(key.0.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.max_sequence.fetch_max(seq.0, Ordering::Relaxed);
+        // Before the entry: a reader that finds the entry must find the key in the filter too.
+        self.keys.insert(user_key);
         self.map.insert(key, value);
     }
 
     /// The newest version of `user_key` with sequence `<= seq`.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Lookup {
+        if !self.keys.may_contain(user_key) {
+            return Lookup::Absent;
+        }
         let target = MemKey::new(user_key, seq, ValueKind::FOR_SEEK);
         let Some(entry) = self.map.lower_bound(Bound::Included(&target)) else {
             return Lookup::Absent;
@@ -178,6 +197,12 @@ impl Memtable {
     /// Approximate bytes used (keys, values and node overhead).
     pub fn approximate_bytes(&self) -> usize {
         self.approximate_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the key filter, allocated whole at creation (not in `approximate_bytes`, which
+    /// decides when the memtable is full).
+    pub fn filter_bytes(&self) -> usize {
+        self.keys.memory_bytes()
     }
 
     /// Number of entries.
@@ -288,7 +313,7 @@ mod tests {
     use crate::types::{seek_key, user_key};
 
     fn table() -> Arc<Memtable> {
-        let m = Arc::new(Memtable::new(LogPosition::default()));
+        let m = Arc::new(Memtable::new(LogPosition::default(), 1 << 20));
         m.insert(b"a", SequenceNumber(1), ValueKind::Inline, Bytes::from_static(b"a1"));
         m.insert(b"a", SequenceNumber(3), ValueKind::Inline, Bytes::from_static(b"a3"));
         m.insert(b"b", SequenceNumber(2), ValueKind::Pointer, Bytes::from_static(b"ptr"));
@@ -320,7 +345,7 @@ mod tests {
 
     #[test]
     fn range_deletes_are_kept_beside_the_entries() {
-        let m = Memtable::new(LogPosition::default());
+        let m = Memtable::new(LogPosition::default(), 1 << 20);
         assert!(m.range_fragments().is_none());
         m.delete_range(b"b", b"d", SequenceNumber(7));
         assert!(!m.is_empty(), "a memtable with only a range delete must still be flushed");

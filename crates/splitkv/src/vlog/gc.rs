@@ -23,6 +23,10 @@
 //! when the logical space budget is spent, when a segment is mostly holes, or when its garbage
 //! is too scattered to free a block.
 //!
+//! With `GcRewriteOrder::Key` the survivors are sorted by key before step 2, so that scans over
+//! what one victim held read its copies in order; `Db::rewrite_value_log` (in `db::rewrite`)
+//! goes further and rewrites a whole key range in order through the same relocation path.
+//!
 //! A segment file with a second name (a checkpoint's hard link, see `Db::checkpoint`) is never
 //! punched: the checkpoint's index may still point into the dead ranges. Such a segment is
 //! cleaned by copying, and deleting this database's name leaves the checkpoint's file intact.
@@ -37,12 +41,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::filenames::segment_file;
 use crate::fs::FileSystem;
+use crate::options::GcRewriteOrder;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::version::aligned_interior;
 use crate::vlog::{scan_segment, RecordKind, ReplayedRecord};
@@ -123,6 +129,8 @@ pub struct GcSettings {
     pub punch_holes: bool,
     /// Logical space allowed as a multiple of the physical budget when punching (SSHKV's N).
     pub logical_space_factor: f64,
+    /// Order in which a victim's survivors are rewritten at the head.
+    pub rewrite_order: GcRewriteOrder,
 }
 
 /// Which space limit the value log is over.
@@ -201,6 +209,9 @@ pub struct GarbageCollector {
     /// Held for a whole run: the background thread and `run_gc` must not clean (or release)
     /// the same segment twice.
     run_lock: Mutex<()>,
+    /// Set while a key-order rewrite of the log (`Db::rewrite_value_log`) holds `run_lock`: no
+    /// run can free space meanwhile, so writers must not wait for one.
+    rewriting: AtomicBool,
     /// Smallest live-bytes estimate the amplification limit uses (one segment).
     segment_floor: u64,
 }
@@ -220,6 +231,7 @@ impl GarbageCollector {
                 totals: GcTotals::default(),
             }),
             run_lock: Mutex::new(()),
+            rewriting: AtomicBool::new(false),
             segment_floor: segment_size,
         }
     }
@@ -230,6 +242,28 @@ impl GarbageCollector {
     /// write path: a run takes this first and then writes.
     pub fn hold_runs(&self) -> parking_lot::MutexGuard<'_, ()> {
         self.run_lock.lock()
+    }
+
+    /// Holds off every run, like [`GarbageCollector::hold_runs`], for a key-order rewrite of the
+    /// log: runs would relocate records the rewrite has not reached yet in segment order (out of
+    /// key order), and no segment is deleted under the rewrite's reads. Until the guard drops,
+    /// writers over a space limit do not wait for GC ([`GarbageCollector::can_relieve_space`]
+    /// answers false): none can run.
+    pub fn hold_runs_for_rewrite(&self) -> RewriteGuard<'_> {
+        let runs = self.run_lock.lock();
+        self.rewriting.store(true, Ordering::Release);
+        RewriteGuard { _runs: runs, rewriting: &self.rewriting }
+    }
+
+    /// True if the value log has reached the share of its space budget that triggers GC (never
+    /// without a budget): a key-order rewrite stops there rather than fill the budget.
+    pub fn near_space_budget(&self, host: &dyn GcHost) -> bool {
+        self.settings.space_budget.is_some_and(|b| host.log_bytes() as f64 >= b as f64 * self.settings.space_trigger)
+    }
+
+    /// Counts value bytes a key-order rewrite handed to the write path as relocated bytes.
+    pub fn note_rewritten(&self, bytes: u64) {
+        self.state.lock().totals.bytes_relocated += bytes;
     }
 
     /// Cumulative counters.
@@ -267,7 +301,8 @@ impl GarbageCollector {
 
     /// True if the value log exceeds a space limit and a run can still shrink it.
     pub fn can_relieve_space(&self, host: &dyn GcHost) -> bool {
-        self.space_pressure(host) != SpacePressure::None
+        !self.rewriting.load(Ordering::Acquire)
+            && self.space_pressure(host) != SpacePressure::None
             && self.pick(host, false, None).is_ok_and(|victim| victim.is_some())
     }
 
@@ -383,7 +418,12 @@ impl GarbageCollector {
     /// Cleans every segment that holds garbage now, one run at a time; segments written while it
     /// works (relocated records among them) are left for later runs, so it always ends.
     pub fn run_to_completion(&self, host: &dyn GcHost) -> Result<GcOutcome> {
-        let mut candidates: Vec<SegmentId> = host.eligible_segments()?.iter().map(|s| s.id).collect();
+        let candidates: Vec<SegmentId> = host.eligible_segments()?.iter().map(|s| s.id).collect();
+        self.run_to_completion_among(host, candidates)
+    }
+
+    /// Like [`GarbageCollector::run_to_completion`], over the segments in `candidates` only.
+    pub fn run_to_completion_among(&self, host: &dyn GcHost, mut candidates: Vec<SegmentId>) -> Result<GcOutcome> {
         let mut total = GcOutcome::default();
         loop {
             let run = self.run_once_among(host, true, Some(&candidates))?;
@@ -419,7 +459,7 @@ impl GarbageCollector {
         let (fs, dir) = host.files();
         let path = segment_file(dir, victim.id);
         let skipped = host.skipped_ranges(victim.id);
-        let scan = scan_victim(fs, &path, &skipped, host)?;
+        let mut scan = scan_victim(fs, &path, &skipped, host)?;
         outcome.bytes_read = scan.bytes_read;
 
         let mostly_holes = (victim.skipped_bytes as f64) > 0.75 * victim.size as f64;
@@ -454,6 +494,11 @@ impl GarbageCollector {
             }
         }
 
+        if self.settings.rewrite_order == GcRewriteOrder::Key {
+            // Keys in the log are the index's keys (keyspace prefix included): sorting them
+            // here is sorting them as scans visit them.
+            scan.live.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        }
         outcome.records_relocated = scan.live.len() as u64;
         outcome.bytes_relocated = scan.live.iter().map(|r| r.value.len() as u64).sum();
         let seq = host.relocate(scan.live)?;
@@ -467,6 +512,19 @@ impl GarbageCollector {
         }
         self.do_ready_work(host, &mut outcome)?;
         Ok(outcome)
+    }
+}
+
+/// Keeps GC runs off while a key-order rewrite walks the log; see
+/// [`GarbageCollector::hold_runs_for_rewrite`].
+pub struct RewriteGuard<'a> {
+    _runs: parking_lot::MutexGuard<'a, ()>,
+    rewriting: &'a AtomicBool,
+}
+
+impl Drop for RewriteGuard<'_> {
+    fn drop(&mut self) {
+        self.rewriting.store(false, Ordering::Release);
     }
 }
 
@@ -487,15 +545,16 @@ struct VictimScan {
 
 fn scan_victim(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)], host: &dyn GcHost) -> Result<VictimScan> {
     let mut scan = VictimScan { live: Vec::new(), dead: Vec::new(), bytes_read: 0 };
-    for item in scan_segment(fs, path, skipped)? {
-        let (offset, record) = item?;
-        let len = u64::from(record.pointer.len);
-        scan.bytes_read += len;
-        let live = record.kind == RecordKind::Put && host.is_current(&record.key, &record.pointer)?;
-        if live {
-            scan.live.push(record);
-        } else {
-            scan.dead.push((offset, len));
+    let mut records = scan_segment(fs, path, skipped)?;
+    let is_live = |kind, key: &[u8], pointer: &ValuePointer| -> Result<bool> {
+        Ok(kind == RecordKind::Put && host.is_current(key, pointer)?)
+    };
+    while let Some(item) = records.next_kept(is_live) {
+        let (offset, len, live) = item?;
+        scan.bytes_read += u64::from(len);
+        match live {
+            Some(record) => scan.live.push(record),
+            None => scan.dead.push((offset, u64::from(len))),
         }
     }
     Ok(scan)

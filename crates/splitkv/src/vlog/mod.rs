@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
+use smallvec::SmallVec;
 
 pub use record::{
     RecordKind, RecordRef, FLAG_BATCH_END, FLAG_HAS_PREV, FORMAT_VERSION, MIN_FORMAT_VERSION, PREV_POINTER_LEN,
@@ -203,13 +204,13 @@ impl ValueLog {
     /// Readers reject any other predecessor as corruption (so a version chain always descends
     /// and a walk along it ends); here it is refused as an invalid argument before anything is
     /// written. A record's predecessor therefore cannot be another record of the same batch.
-    pub fn append_batch(&self, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>> {
+    pub fn append_batch(&self, records: &[RecordRef<'_>]) -> Result<SmallVec<[ValuePointer; 4]>> {
         self.check_writable()?;
         let mut guard = self.writer.lock();
         let w = &mut *guard;
         w.check_usable()?;
         if records.is_empty() {
-            return Ok(Vec::new());
+            return Ok(SmallVec::new());
         }
         // Rotation below only moves the head forward, so a predecessor before it now stays so.
         let head = w.head();
@@ -238,7 +239,7 @@ impl ValueLog {
         let segment = active.segment.id;
         let mut offset = active.flushed + w.buffer.len() as u64;
         w.buffer.reserve(usize::try_from(batch_len).unwrap_or(usize::MAX));
-        let mut pointers = Vec::with_capacity(records.len());
+        let mut pointers = SmallVec::with_capacity(records.len());
         for (i, rec) in records.iter().enumerate() {
             let len = encode_record(&mut w.buffer, rec, i + 1 == records.len());
             pointers.push(ValuePointer { segment, offset, len });

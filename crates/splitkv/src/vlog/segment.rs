@@ -22,7 +22,7 @@ use super::record::{
     check_record, check_segment_header, decode_record_header, header_bytes, RecordHeader, SegmentHeader,
     RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
 };
-use super::ReplayedRecord;
+use super::{RecordKind, ReplayedRecord};
 use crate::error::{Error, Result};
 use crate::filenames::{parse_file_name, FileKind};
 use crate::fs::{AccessPattern, FileSystem, RandomAccessFile};
@@ -274,16 +274,33 @@ impl SegmentScan {
     }
 }
 
-impl Iterator for SegmentScan {
-    type Item = Result<(u64, ReplayedRecord)>;
+impl SegmentScan {
+    /// The next record's offset and length, and the record itself if `keep` (given its kind,
+    /// key and pointer) wants it. GC keeps only the live records: copying out the dead ones'
+    /// values was most of its memory traffic.
+    pub fn next_kept(
+        &mut self,
+        keep: impl FnOnce(RecordKind, &[u8], &ValuePointer) -> Result<bool>,
+    ) -> Option<Result<(u64, u32, Option<ReplayedRecord>)>> {
+        self.step(|rec, id| {
+            let pointer = ValuePointer { segment: id, offset: rec.offset, len: rec.bytes.len() as u32 };
+            let (key, _) = rec.header.key_and_value(rec.bytes).unwrap_or_default();
+            let kept = keep(rec.header.kind, key, &pointer)?.then(|| rec.to_replayed(id));
+            Ok((rec.offset, pointer.len, kept))
+        })
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// Moves to the next record and maps it; ends the scan at the end or at the first fault.
+    fn step<T>(&mut self, map: impl FnOnce(&CursorRecord<'_>, SegmentId) -> Result<T>) -> Option<Result<T>> {
         if self.done {
             return None;
         }
         let id = self.header.id;
         let item = match self.cursor.next_record() {
-            Ok(Some(rec)) => return Some(Ok((rec.offset, rec.to_replayed(id)))),
+            Ok(Some(rec)) => match map(&rec, id) {
+                Ok(mapped) => return Some(Ok(mapped)),
+                Err(e) => Some(Err(e)),
+            },
             Ok(None) => None,
             Err(CursorFault::Torn { offset, reason }) => {
                 Some(Err(Error::corruption(self.cursor.path(), offset, reason)))
@@ -292,6 +309,14 @@ impl Iterator for SegmentScan {
         };
         self.done = true;
         item
+    }
+}
+
+impl Iterator for SegmentScan {
+    type Item = Result<(u64, ReplayedRecord)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step(|rec, id| Ok((rec.offset, rec.to_replayed(id))))
     }
 }
 

@@ -45,7 +45,7 @@ fn append(log: &ValueLog, batch: &[Rec]) -> Vec<ValuePointer> {
         .iter()
         .map(|r| RecordRef { seq: SequenceNumber(r.seq), kind: r.kind, key: &r.key, value: &r.value, prev: r.prev })
         .collect();
-    log.append_batch(&refs).unwrap()
+    log.append_batch(&refs).unwrap().into_vec()
 }
 
 fn replay_all(log: &ValueLog, from: LogPosition) -> Result<(Vec<Vec<ReplayedRecord>>, LogPosition)> {

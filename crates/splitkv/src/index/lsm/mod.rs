@@ -165,7 +165,7 @@ impl LsmIndex {
             )
             .with_pinned(parts.pinned_tables),
         );
-        let mem = Arc::new(Memtable::new(parts.catalog.log_head()));
+        let mem = Arc::new(Memtable::new(parts.catalog.log_head(), options.write_buffer_size));
         let version = parts.catalog.lock().current();
         let super_version = Arc::new(SuperVersion::new(Arc::clone(&mem), None, version));
         let shared = Arc::new(Shared {
@@ -371,7 +371,7 @@ impl Index for LsmIndex {
                 Counters::add(&s.counters.stall_stop_micros, start.elapsed().as_micros() as u64);
                 continue;
             }
-            let fresh = Arc::new(Memtable::new(s.log.head()));
+            let fresh = Arc::new(Memtable::new(s.log.head(), o.write_buffer_size));
             let frozen = std::mem::replace(&mut state.mem, fresh);
             state.imm = Some(frozen);
             s.install_super_version(&state);
