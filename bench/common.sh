@@ -36,7 +36,7 @@ install_packages() {
 
 build_bench() {
     (cd "$REPO_ROOT" && run env ROCKSDB_LIB_DIR="$ROCKSDB_LIB_DIR" \
-        cargo build --release -p splitkv-bench --features leveldb,rocksdb)
+        cargo build --release -p splitkv-bench --features leveldb,rocksdb,fjall)
 }
 
 # `scaled N` prints N * SCALE rounded down, at least `min` (default 1).
@@ -45,13 +45,15 @@ scaled() {
     awk -v n="$n" -v s="$SCALE" -v m="$min" 'BEGIN { v = int(n * s); if (v < m) v = m; print v }'
 }
 
-# Engine flags for a configuration name: splitkv, leveldb, rocksdb, rocksdb-blob.
+# Engine flags for a configuration name: splitkv, leveldb, rocksdb, rocksdb-blob, fjall (its
+# key-value separation at splitkv's default threshold).
 engine_flags() {
     case $1 in
         splitkv) echo "--engine=splitkv" ;;
         leveldb) echo "--engine=leveldb" ;;
         rocksdb) echo "--engine=rocksdb" ;;
         rocksdb-blob) echo "--engine=rocksdb --enable_blob_files=true --min_blob_size=${MIN_BLOB_SIZE}" ;;
+        fjall) echo "--engine=fjall" ;;
         *) echo "unknown engine configuration $1" >&2; return 1 ;;
     esac
 }

@@ -9,16 +9,16 @@
 # Environment:
 #   ROUNDS    interleaved rounds (default 2)
 #   NUM       keys per run (default 1000000)
-#   ENGINES   engines to run (default "splitkv leveldb rocksdb"; add fjall when built with it)
-#   FEATURES  cargo features of the bench build (default "leveldb,rocksdb")
+#   ENGINES   engines to run (default "splitkv leveldb rocksdb fjall")
+#   FEATURES  cargo features of the bench build (default "leveldb,rocksdb,fjall")
 #   OUT       directory for the raw output (default target/bench/per_op)
 #   DB_DIR    where databases are made (default a temporary directory)
 source "$(dirname "$0")/../common.sh"
 
 ROUNDS=${ROUNDS:-2}
 NUM=${NUM:-1000000}
-ENGINES=${ENGINES:-"splitkv leveldb rocksdb"}
-FEATURES=${FEATURES:-leveldb,rocksdb}
+ENGINES=${ENGINES:-"splitkv leveldb rocksdb fjall"}
+FEATURES=${FEATURES:-leveldb,rocksdb,fjall}
 OUT=${OUT:-$REPO_ROOT/target/bench/per_op}
 DB_DIR=${DB_DIR:-$(mktemp -d -t splitkv-per-op-XXXXXX)}
 BENCHMARKS=fillseq,fillrandom,overwrite,readrandom,readseq

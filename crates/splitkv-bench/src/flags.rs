@@ -25,6 +25,8 @@ pub enum EngineKind {
     LevelDb,
     /// RocksDB through the `rocksdb` crate (needs the `rocksdb` cargo feature).
     RocksDb,
+    /// fjall, a pure-Rust LSM with key-value separation (needs the `fjall` cargo feature).
+    Fjall,
 }
 
 /// Block compression requested with `--compression_type`; engines reject kinds they lack.
@@ -90,6 +92,9 @@ pub struct Flags {
     pub seed: u32,
     /// Engine to drive.
     pub engine: EngineKind,
+    /// Run a peer engine even when it is handicapped: RocksDB compiled from the crate's bundled
+    /// source instead of the system library, or a bench that is not an optimised build.
+    pub allow_handicapped_peer: bool,
     /// Memtable size.
     pub write_buffer_size: Option<usize>,
     /// SSTable block size.
@@ -220,6 +225,7 @@ impl Default for Flags {
             key_prefix: 0,
             seed: 1000,
             engine: EngineKind::Splitkv,
+            allow_handicapped_peer: false,
             write_buffer_size: None,
             block_size: None,
             cache_size: None,
@@ -351,10 +357,12 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --report_interval_seconds=S (0: off)  --report_file=FILE (report.jsonl; JSON lines)
   --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
   --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
-  --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb|rocksdb  --json=FILE
+  --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb|rocksdb|fjall  --json=FILE
+  --allow_handicapped_peer=BOOL (run a peer built from bundled source or without optimisation)
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
   --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
-  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max  --segment_size=N
+  --target_file_size=N (alias --max_file_size)  --value_threshold=N|max (splitkv, fjall)
+  --segment_size=N
   --delete_percent=N (50, for deletefraction and deleterange)  --delete_ranges=N (100)
   --batch_size=N (1: keys per multireadrandom call, writes per fill/delete batch)
   --partitions=N (1, equal key ranges; splitkv)
@@ -475,6 +483,7 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
         "histogram" => flags.histogram = boolean()?,
         "stats" => flags.stats = boolean()?,
         "sync" => flags.sync = boolean()?,
+        "allow_handicapped_peer" => flags.allow_handicapped_peer = boolean()?,
         "key_prefix" => flags.key_prefix = size()?,
         "seed" => flags.seed = u32::try_from(number("a 32-bit integer")?).map_err(|_| bad("a 32-bit integer"))?,
         "engine" => {
@@ -482,7 +491,8 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
                 "splitkv" => EngineKind::Splitkv,
                 "leveldb" => EngineKind::LevelDb,
                 "rocksdb" => EngineKind::RocksDb,
-                _ => return Err(bad("splitkv, leveldb or rocksdb")),
+                "fjall" => EngineKind::Fjall,
+                _ => return Err(bad("splitkv, leveldb, rocksdb or fjall")),
             }
         }
         "write_buffer_size" => flags.write_buffer_size = Some(size()?),
@@ -724,6 +734,9 @@ mod tests {
         assert!(matches!(parse(["--num=4294967296"]), Err(FlagError::BadValue { .. })));
         assert!(matches!(parse(["--threads=0"]), Err(FlagError::BadValue { .. })));
         assert!(matches!(parse(["--engine=rocks"]), Err(FlagError::BadValue { .. })));
+        let f = parse(["--engine=fjall", "--allow_handicapped_peer"]).unwrap();
+        assert_eq!(f.engine, EngineKind::Fjall);
+        assert!(f.allow_handicapped_peer);
         assert_eq!(parse(["--help"]).unwrap_err(), FlagError::HelpRequested);
     }
 

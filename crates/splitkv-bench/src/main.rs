@@ -116,7 +116,8 @@ impl<'f> Runner<'f> {
                 engines::drop_os_cache(&self.flags.db)?;
             }
         }
-        eprint!("{}", report::format_environment(&engines::version_line(self.flags)));
+        eprint!("{}", report::format_environment(&engines::provenance::environment_lines(self.flags)));
+        engines::provenance::refuse_handicapped_peer(self.flags)?;
         let key_size = self.flags.key_size();
         println!("{}", MemoryLimit::header_line(self.memory_limit.as_ref()));
         print!(

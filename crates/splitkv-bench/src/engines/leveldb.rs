@@ -148,11 +148,11 @@ fn path_cstring(flags: &Flags) -> BenchResult<CString> {
     Ok(CString::new(text)?)
 }
 
-/// The version line db_bench prints (`LevelDB:    version 1.23`).
-pub fn version_line() -> String {
+/// The library's version from its C API (`1.23`).
+pub fn version() -> String {
     // SAFETY: plain functions returning constants.
     let (major, minor) = unsafe { (leveldb_major_version(), leveldb_minor_version()) };
-    format!("LevelDB:    version {major}.{minor}")
+    format!("{major}.{minor}")
 }
 
 /// `leveldb_options_t` plus the cache and filter policy it points to, freed together.

@@ -6,8 +6,11 @@
 //! Engine tuning comes from [`Flags`]: an engine applies only the flags that were given and keeps
 //! its own defaults for the rest.
 
+#[cfg(feature = "fjall")]
+pub mod fjall;
 #[cfg(feature = "leveldb")]
 pub mod leveldb;
+pub mod provenance;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 pub mod splitkv;
@@ -134,18 +137,17 @@ pub trait Engine: Send + Sync {
     fn close(self: Box<Self>) -> BenchResult<()>;
 }
 
-/// The version line db_bench prints to stderr before the header.
+/// The version line db_bench prints to stderr before the header; for a peer, also how its
+/// library was linked (see [`provenance`]).
 pub fn version_line(flags: &Flags) -> String {
+    if let Some(peer) = provenance::peer_build(flags) {
+        return peer.line();
+    }
     match flags.engine {
         EngineKind::Splitkv => format!("splitkv:    version {}", env!("CARGO_PKG_VERSION")),
-        #[cfg(feature = "leveldb")]
-        EngineKind::LevelDb => leveldb::version_line(),
-        #[cfg(not(feature = "leveldb"))]
         EngineKind::LevelDb => "LevelDB:    (not built in)".to_owned(),
-        #[cfg(feature = "rocksdb")]
-        EngineKind::RocksDb => rocksdb::version_line(),
-        #[cfg(not(feature = "rocksdb"))]
         EngineKind::RocksDb => "RocksDB:    (not built in)".to_owned(),
+        EngineKind::Fjall => "fjall:      (not built in)".to_owned(),
     }
 }
 
@@ -161,6 +163,10 @@ pub fn ensure_built_in(flags: &Flags) -> BenchResult<()> {
         EngineKind::RocksDb => Ok(()),
         #[cfg(not(feature = "rocksdb"))]
         EngineKind::RocksDb => Err(missing_rocksdb_feature()),
+        #[cfg(feature = "fjall")]
+        EngineKind::Fjall => Ok(()),
+        #[cfg(not(feature = "fjall"))]
+        EngineKind::Fjall => Err(missing_fjall_feature()),
     }
 }
 
@@ -176,6 +182,10 @@ pub fn open(flags: &Flags) -> BenchResult<Box<dyn Engine>> {
         EngineKind::RocksDb => Ok(Box::new(rocksdb::RocksDbEngine::open(flags)?)),
         #[cfg(not(feature = "rocksdb"))]
         EngineKind::RocksDb => Err(missing_rocksdb_feature()),
+        #[cfg(feature = "fjall")]
+        EngineKind::Fjall => Ok(Box::new(fjall::FjallEngine::open(flags)?)),
+        #[cfg(not(feature = "fjall"))]
+        EngineKind::Fjall => Err(missing_fjall_feature()),
     }
 }
 
@@ -194,7 +204,16 @@ pub fn destroy(flags: &Flags) -> BenchResult<()> {
         EngineKind::RocksDb => rocksdb::RocksDbEngine::destroy(flags),
         #[cfg(not(feature = "rocksdb"))]
         EngineKind::RocksDb => Err(missing_rocksdb_feature()),
+        #[cfg(feature = "fjall")]
+        EngineKind::Fjall => fjall::FjallEngine::destroy(flags),
+        #[cfg(not(feature = "fjall"))]
+        EngineKind::Fjall => Err(missing_fjall_feature()),
     }
+}
+
+#[cfg(not(feature = "fjall"))]
+fn missing_fjall_feature() -> BenchError {
+    "--engine=fjall needs a build with `--features fjall`".into()
 }
 
 #[cfg(not(feature = "leveldb"))]
@@ -204,8 +223,8 @@ fn missing_leveldb_feature() -> BenchError {
 
 #[cfg(not(feature = "rocksdb"))]
 fn missing_rocksdb_feature() -> BenchError {
-    "--engine=rocksdb needs a build with `--features rocksdb` (system RocksDB: librocksdb-dev, libclang-dev, \
-     and ROCKSDB_LIB_DIR=/usr/lib/x86_64-linux-gnu when building)"
+    "--engine=rocksdb needs a build with `--features rocksdb` (system RocksDB: librocksdb-dev, libclang-dev; \
+     the repository's .cargo/config.toml points ROCKSDB_LIB_DIR at Debian's library directory)"
         .into()
 }
 
