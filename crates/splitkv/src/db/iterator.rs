@@ -337,9 +337,11 @@ impl DbIterator {
     }
 
     fn advance_window(&mut self) -> Result<()> {
+        if self.window.is_none() {
+            return Ok(());
+        }
+        self.set_value(Bytes::new());
         let Some(window) = self.window.as_mut() else { return Ok(()) };
-        self.value = Bytes::new();
-        self.value_in_cursor = false;
         if window.pos + 1 < window.entries.len() {
             window.pos += 1;
             return self.land();
@@ -360,8 +362,8 @@ impl DbIterator {
         let entry = &window.entries[window.pos];
         let request = match &entry.value {
             BufferedValue::Inline(range) => {
-                self.value = window.inline_values.slice(range.clone());
-                self.value_in_cursor = false;
+                let value = window.inline_values.slice(range.clone());
+                self.set_value(value);
                 return Ok(());
             }
             BufferedValue::Separated(request) => *request,
