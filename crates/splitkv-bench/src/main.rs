@@ -294,7 +294,7 @@ impl<'f> Runner<'f> {
         engine.take_level_samples();
         let progress = Progress::start(name, expected_ops(name, &workload, threads, self.flags));
         let start_together = Barrier::new(threads);
-        let results: Vec<BenchResult<OpStats>> = std::thread::scope(|scope| {
+        let results: Vec<BenchResult<(OpStats, Option<u64>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = seeds
                 .iter()
                 .enumerate()
@@ -304,6 +304,7 @@ impl<'f> Runner<'f> {
                     let live = live.clone();
                     scope.spawn(move || {
                         start_together.wait();
+                        let read_before = resources::thread_read_bytes();
                         let mut thread = ThreadState {
                             index,
                             rand: LevelDbRandom::new(seed),
@@ -312,7 +313,8 @@ impl<'f> Runner<'f> {
                         };
                         let outcome = method(ctx, &mut thread);
                         thread.stats.stop();
-                        outcome.map(|()| thread.stats)
+                        let read = read_before.zip(resources::thread_read_bytes()).map(|(b, a)| a.saturating_sub(b));
+                        outcome.map(|()| (thread.stats, read))
                     })
                 })
                 .collect();
@@ -327,7 +329,9 @@ impl<'f> Runner<'f> {
             reporter.finish()?;
         }
         let level_samples = engine.take_level_samples();
-        let mut all = results.into_iter().collect::<BenchResult<Vec<OpStats>>>()?;
+        let (mut all, thread_reads): (Vec<OpStats>, Vec<Option<u64>>) =
+            results.into_iter().collect::<BenchResult<Vec<_>>>()?.into_iter().unzip();
+        let caller_read_bytes = thread_reads.into_iter().sum::<Option<u64>>();
         // The report is the measured threads'; helpers (a background writer) only add bytes.
         all.sort_by_key(OpStats::is_excluded);
         let mut all = all.into_iter();
@@ -336,7 +340,8 @@ impl<'f> Runner<'f> {
             merged.merge(&stats);
         }
         let mut metrics = merged.summary(name);
-        metrics.resources = reads_before.since(&resources::Snapshot::take(engine.read_counters()), metrics.ops);
+        metrics.resources =
+            reads_before.since(&resources::Snapshot::take(engine.read_counters()), metrics.ops, caller_read_bytes);
         self.add_engine_metrics(&mut metrics, counters_before, os_bytes_before);
         self.plot(name, ordinal, &merged, &level_samples)?;
         Ok((merged.report(name), metrics))

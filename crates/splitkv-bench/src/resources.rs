@@ -8,6 +8,12 @@
 //! that straddles two pages counts as 2. It is an approximation of the number of 4 KiB page reads,
 //! exact only when every read is one page; the engine's counters (value-log reads, block-cache
 //! misses) say where the reads came from.
+//!
+//! The whole process's count includes what the engine's background work (compaction, value-log
+//! GC) read meanwhile, which after a load can be more than the lookups themselves; so the line
+//! also gives what the benchmark's own threads read (`/proc/thread-self/io` of each, summed),
+//! which is what a point lookup costs. Reads made for a scan by a prefetch pool count only in
+//! the process's figure.
 
 /// Read counters an engine keeps about itself (splitkv's `stats()`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -43,10 +49,25 @@ pub struct Resources {
     pub read_syscalls: Option<u64>,
     /// `device_read_bytes / 4096 / ops`; see the module header.
     pub device_reads_per_op: Option<f64>,
+    /// Bytes the benchmark's own threads read from the device (engine threads excluded).
+    pub caller_device_read_bytes: Option<u64>,
+    /// `caller_device_read_bytes / 4096 / ops`.
+    pub caller_device_reads_per_op: Option<f64>,
     /// The engine's read counters over the benchmark.
     pub engine: Option<ReadCounters>,
     /// Peak resident set of the process so far, in bytes.
     pub peak_rss_bytes: Option<u64>,
+}
+
+/// Device bytes read by the calling thread so far (`read_bytes` of `/proc/thread-self/io`).
+pub fn thread_read_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+    parse_proc_io(&text).map(|io| io.read_bytes)
+}
+
+/// Bytes per 4 KiB page per op (see the module header).
+fn pages_per_op(bytes: Option<u64>, ops: u64) -> Option<f64> {
+    bytes.filter(|_| ops > 0).map(|bytes| bytes as f64 / 4096.0 / ops as f64)
 }
 
 impl Snapshot {
@@ -56,8 +77,9 @@ impl Snapshot {
         Snapshot { io, engine }
     }
 
-    /// What happened between `self` and `after`, over `ops` operations.
-    pub fn since(&self, after: &Snapshot, ops: u64) -> Resources {
+    /// What happened between `self` and `after`, over `ops` operations, of which the
+    /// benchmark's threads read `caller_read_bytes` themselves.
+    pub fn since(&self, after: &Snapshot, ops: u64, caller_read_bytes: Option<u64>) -> Resources {
         let io = self.io.zip(after.io);
         let device_read_bytes = io.map(|(b, a)| a.read_bytes.saturating_sub(b.read_bytes));
         let engine = self.engine.zip(after.engine).map(|(b, a)| ReadCounters {
@@ -68,7 +90,9 @@ impl Snapshot {
         Resources {
             device_read_bytes,
             read_syscalls: io.map(|(b, a)| a.syscr.saturating_sub(b.syscr)),
-            device_reads_per_op: device_read_bytes.filter(|_| ops > 0).map(|bytes| bytes as f64 / 4096.0 / ops as f64),
+            device_reads_per_op: pages_per_op(device_read_bytes, ops),
+            caller_device_read_bytes: caller_read_bytes,
+            caller_device_reads_per_op: pages_per_op(caller_read_bytes, ops),
             engine,
             peak_rss_bytes: peak_rss_bytes(),
         }
@@ -79,10 +103,14 @@ impl Resources {
     /// The indented line printed under a benchmark's metrics.
     pub fn format_line(&self) -> String {
         let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20));
+        let ratio = |r: Option<f64>| r.map_or_else(|| "n/a".to_owned(), |r| format!("{r:.2}"));
         let mut line = format!(
-            "  resources: device reads {} ({} x 4 KiB per op, approx.), {} read calls; peak RSS {}",
+            "  resources: device reads {} ({} x 4 KiB per op, approx.; benchmark threads {}, {}), {} read calls; \
+             peak RSS {}",
             self.device_read_bytes.map_or_else(|| "n/a".to_owned(), mib),
-            self.device_reads_per_op.map_or_else(|| "n/a".to_owned(), |r| format!("{r:.2}")),
+            ratio(self.device_reads_per_op),
+            self.caller_device_read_bytes.map_or_else(|| "n/a".to_owned(), mib),
+            ratio(self.caller_device_reads_per_op),
             self.read_syscalls.map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
             self.peak_rss_bytes.map_or_else(|| "n/a".to_owned(), mib),
         );
@@ -126,6 +154,7 @@ mod tests {
         assert_eq!(parse_kib_field(status, "VmHWM:"), Some(1500 * 1024));
         assert_eq!(parse_kib_field("VmHWM: lots", "VmHWM:"), None);
         assert!(peak_rss_bytes().is_some_and(|b| b > 0), "this process has a resident set");
+        assert!(thread_read_bytes().is_some(), "Linux reports each thread's I/O");
     }
 
     #[test]
@@ -133,13 +162,15 @@ mod tests {
         let engine = |gets, vlog_reads| Some(ReadCounters { gets, vlog_reads, block_cache_misses: 1 });
         let before = Snapshot { io: Some(ProcIo { read_bytes: 4096, syscr: 10 }), engine: engine(5, 5) };
         let after = Snapshot { io: Some(ProcIo { read_bytes: 4096 * 41, syscr: 30 }), engine: engine(25, 35) };
-        let cost = before.since(&after, 20);
+        let cost = before.since(&after, 20, Some(4096 * 10));
         assert_eq!(cost.device_read_bytes, Some(4096 * 40));
         assert_eq!(cost.read_syscalls, Some(20));
         assert_eq!(cost.device_reads_per_op, Some(2.0));
+        assert_eq!(cost.caller_device_reads_per_op, Some(0.5));
         assert_eq!(cost.engine, Some(ReadCounters { gets: 20, vlog_reads: 30, block_cache_misses: 0 }));
         let line = cost.format_line();
         assert!(line.contains("2.00 x 4 KiB per op") && line.contains("20 gets, 30 value-log reads"), "{line}");
-        assert_eq!(Snapshot::default().since(&after, 20).device_reads_per_op, None);
+        assert!(line.contains("benchmark threads 0.0 MiB, 0.50"), "{line}");
+        assert_eq!(Snapshot::default().since(&after, 20, None).device_reads_per_op, None);
     }
 }

@@ -324,10 +324,14 @@ impl DbIterator {
 
     /// Starts walking the next window once half of the current one is consumed: early enough to
     /// overlap with the rest of it, late enough that a short scan does not pay for a window it
-    /// never reaches.
+    /// never reaches. A long scan that waits on the device starts it at once instead, so the
+    /// next window's reads are in flight while this one's complete (with the start at half, the
+    /// cursor was measured waiting for most of its reads under a memory cap).
     fn start_next_walk_if_due(&mut self) {
         let Some(window) = &self.window else { return };
-        if self.next_walk.is_some() || window.is_last() || window.pos * 2 + 1 < window.entries.len() {
+        let device_bound = !window.reads.is_empty() && self.scanned >= MAX_WINDOW_ENTRIES;
+        let half_consumed = window.pos * 2 + 1 >= window.entries.len();
+        if self.next_walk.is_some() || window.is_last() || !(device_bound || half_consumed) {
             return;
         }
         let plan = self.walk_plan(window.movement);
@@ -413,8 +417,23 @@ impl DbIterator {
         Ok(())
     }
 
+    /// The value-log pointer of the current entry if its value is separated (the key-order
+    /// rewrite names the record each value replaces). Landing already refused a malformed one.
+    pub(super) fn value_pointer(&self) -> Option<ValuePointer> {
+        match &self.window {
+            Some(window) => match &window.entries[window.pos].value {
+                BufferedValue::Separated(request) => Some(window.requests[*request].pointer),
+                BufferedValue::Inline(_) | BufferedValue::Malformed(_) => None,
+            },
+            None => {
+                let cursor = self.cursor.as_ref().filter(|c| c.valid())?;
+                (cursor.value_kind() == ValueKind::Pointer).then(|| ValuePointer::decode(cursor.raw_value())).flatten()
+            }
+        }
+    }
+
     /// The current value as a handle of its own (a copy if it is read in place).
-    fn value_bytes(&self) -> Bytes {
+    pub(super) fn value_bytes(&self) -> Bytes {
         if self.value_in_cursor {
             Bytes::copy_from_slice(self.value())
         } else {

@@ -49,7 +49,7 @@ const MIN_EVICTED_RETURNS: u64 = 16;
 /// memory grew (or whose scans changed) does not go without it for good.
 const READAROUND_RETRY_ENTRIES: u64 = 1 << 20;
 /// Most entries in one read-ahead window.
-pub(super) const MAX_WINDOW_ENTRIES: usize = 1024;
+pub(super) const MAX_WINDOW_ENTRIES: usize = 4096;
 /// A window ends once its separated values add up to this many bytes: large values get short
 /// windows, and an iterator holds at most two windows of values.
 const MAX_WINDOW_VALUE_BYTES: u64 = 4 << 20;

@@ -27,15 +27,12 @@
 //! Thread-safety: runs on the caller's thread beside user reads and writes; it holds the
 //! collector's run lock for the walk (a background run or `run_gc` waits), not the write path.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
 use super::Db;
 use crate::error::{Error, Result};
-use crate::iter::db_iter::DbIter;
-use crate::options::IndexKind;
-use crate::types::{SegmentId, SequenceNumber, ValueKind, ValuePointer};
+use crate::options::{IndexKind, ReadOptions};
+use crate::types::{SegmentId, ValuePointer};
 use crate::vlog::gc::{GcHost, GcOutcome};
 use crate::vlog::SEGMENT_HEADER_LEN;
 
@@ -96,21 +93,23 @@ impl Db {
         let mut outcome = RewriteOutcome::default();
         {
             let _no_runs = inner.gc.hold_runs_for_rewrite();
-            let seq = SequenceNumber(inner.last_sequence.load(Ordering::Acquire));
-            let mut it = DbIter::new(inner.index.iter(seq, false)?, seq, None, None);
-            match begin {
-                Some(key) => it.seek(key)?,
-                None => it.seek_to_first()?,
-            }
+            // The database's own cursor, so the walk reads values ahead on the prefetch pool
+            // like a scan does, instead of one value at a time (the values of a randomly loaded
+            // log are random reads, and under memory pressure each is a device read).
+            // Bounded, so it reads nothing ahead past `end` (`end + [0]` is the first key after it).
+            let upper_bound = end.map(|end| [end, &[0]].concat());
+            let mut it = self.inner.cursor(ReadOptions {
+                lower_bound: begin.map(<[u8]>::to_vec),
+                upper_bound,
+                ..ReadOptions::default()
+            })?;
+            it.seek_to_first()?;
             let mut chunk: Vec<Relocation> = Vec::new();
             let mut chunk_bytes = 0;
-            while it.valid() && end.is_none_or(|end| it.key() <= end) {
-                if it.value_kind() == ValueKind::Pointer {
-                    let Some(ptr) = ValuePointer::decode(it.raw_value()) else {
-                        return Err(it.entry_origin()?.corruption("malformed value pointer"));
-                    };
-                    // `read` checks the record's checksum and that it belongs to this key.
-                    let value = inner.vlog.read(&ptr, it.key())?;
+            while it.valid() {
+                // The cursor read the value and checked that its record belongs to this key.
+                if let Some(ptr) = it.value_pointer() {
+                    let value = it.value_bytes();
                     outcome.records_visited += 1;
                     outcome.bytes_read += value.len() as u64;
                     chunk_bytes += value.len();
@@ -168,8 +167,12 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use super::*;
+    use crate::iter::db_iter::DbIter;
     use crate::options::Options;
+    use crate::types::{SequenceNumber, ValueKind};
 
     /// The pointers of the separated values in key order, as the index holds them now.
     fn pointers_in_key_order(db: &Db) -> Result<Vec<ValuePointer>> {
