@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tracing::Level;
 
-use super::{DbInner, PendingWrite};
+use super::{DbInner, PendingWrite, Relocation};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -55,24 +55,27 @@ const SPACE_CHECK_BYTES: u64 = 1 << 20;
 const RELOCATION_BATCH_BYTES: usize = 1 << 20;
 
 impl DbInner {
-    /// Rewrites `records` (key, value, the pointer it replaces) at the log head in their order, in batches of
+    /// Rewrites `records` (key, value, the pointer it replaces, which the index mapped the key
+    /// to as of `current_at`) at the log head in their order, in batches of
     /// [`RELOCATION_BATCH_BYTES`], each re-checked as write leader (a put whose key no longer maps
     /// to the record's pointer is skipped) and synced before its pointers publish.
     pub(super) fn submit_relocations<'a>(
         &self,
         records: impl IntoIterator<Item = (&'a [u8], &'a [u8], ValuePointer)>,
+        current_at: SequenceNumber,
     ) -> Result<()> {
         let mut batch = WriteBatch::new();
-        let mut old = Vec::new();
+        let mut from = Vec::new();
         for (key, value, pointer) in records {
             batch.put(key, value);
-            old.push(pointer);
+            from.push(pointer);
             if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
-                self.submit(PendingWrite::relocation(std::mem::take(&mut batch), std::mem::take(&mut old)))?;
+                let relocation = Relocation { from: std::mem::take(&mut from), current_at };
+                self.submit(PendingWrite::relocation(std::mem::take(&mut batch), relocation))?;
             }
         }
         if !batch.is_empty() {
-            self.submit(PendingWrite::relocation(batch, old))?;
+            self.submit(PendingWrite::relocation(batch, Relocation { from, current_at }))?;
         }
         Ok(())
     }
@@ -320,7 +323,7 @@ impl DbInner {
 
 impl GcHost for DbInner {
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool> {
-        let seq = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
+        let seq = self.visible_sequence();
         // Through the block cache, filling it: GC looks up every record it scans, twice for the
         // live ones (again as write leader), and the index's blocks are small next to the values
         // (WiscKey's premise is that they stay in memory). Reading around the cache cost a block
@@ -374,8 +377,12 @@ impl GcHost for DbInner {
         (mark.live + (since as f64 * mark.growth) as u64).min(counted)
     }
 
-    fn relocate(&self, records: Vec<ReplayedRecord>) -> Result<SequenceNumber> {
-        self.submit_relocations(records.iter().map(|r| (&r.key[..], &r.value[..], r.pointer)))?;
+    fn visible_sequence(&self) -> SequenceNumber {
+        SequenceNumber(self.last_sequence.load(Ordering::Acquire))
+    }
+
+    fn relocate(&self, records: Vec<ReplayedRecord>, current_at: SequenceNumber) -> Result<SequenceNumber> {
+        self.submit_relocations(records.iter().map(|r| (&r.key[..], &r.value[..], r.pointer)), current_at)?;
         // The victim's other records are dead because newer writes shadow them; those writes
         // must be durable before the victim goes, or a crash would bring back pointers into it.
         self.sync_log()?;
@@ -421,5 +428,78 @@ impl GcHost for DbInner {
             micros = took.as_micros() as u64,
             "gc run finished"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::Db;
+    use crate::options::Options;
+
+    fn open(dir: &std::path::Path) -> Result<Db> {
+        Db::open(dir, Options { background_gc: false, value_threshold: 64, ..Options::default() })
+    }
+
+    fn seq(db: &Db) -> SequenceNumber {
+        db.inner.visible_sequence()
+    }
+
+    fn pointer(db: &Db, key: &[u8]) -> Result<ValuePointer> {
+        match db.inner.index.get(key, seq(db), true)? {
+            Some(IndexValue::Pointer(p)) => Ok(p),
+            other => panic!("expected a pointer for {key:?}, found {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_index_tells_from_memory_only_what_nothing_newer_touched() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let db = open(dir.path())?;
+        db.put("a", vec![1; 100])?;
+        let before = seq(&db);
+        let index = &db.inner.index;
+        assert!(index.unchanged_since(b"zzz", before), "no write touched zzz");
+        assert!(!index.unchanged_since(b"a", before), "a is in the memtable: a lookup must decide");
+        db.put("b", vec![2; 100])?;
+        assert!(!index.unchanged_since(b"b", before), "b was written after `before`");
+        db.flush()?;
+        // The write of b now sits in a table, where no filter of the memtables sees it.
+        assert!(!index.unchanged_since(b"b", before) && !index.unchanged_since(b"zzz", before));
+        let after_flush = seq(&db);
+        assert!(index.unchanged_since(b"zzz", after_flush));
+        db.delete_range("x", "y")?;
+        assert!(!index.unchanged_since(b"zzz", after_flush), "a range delete may cover any key");
+        Ok(())
+    }
+
+    #[test]
+    fn a_relocation_never_overwrites_a_newer_write_wherever_that_write_lives() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let db = open(dir.path())?;
+        for flush_after_overwrite in [false, true] {
+            db.put("k", vec![1; 100])?;
+            db.put("untouched", vec![3; 100])?;
+            db.flush()?;
+            let (old_k, old_untouched, current_at) = (pointer(&db, b"k")?, pointer(&db, b"untouched")?, seq(&db));
+            db.put("k", vec![2; 100])?;
+            if flush_after_overwrite {
+                db.flush()?;
+            }
+            // The leader skips the lookup for `untouched` only while no flush intervened.
+            let index = &db.inner.index;
+            assert_eq!(index.unchanged_since(b"untouched", current_at), !flush_after_overwrite);
+            assert!(!index.unchanged_since(b"k", current_at));
+            let records = [(&b"k"[..], &[1u8; 100][..], old_k), (&b"untouched"[..], &[3u8; 100][..], old_untouched)];
+            db.inner.submit_relocations(records, current_at)?;
+            assert_eq!(
+                db.get("k")?.as_deref(),
+                Some(&[2u8; 100][..]),
+                "flush after overwrite: {flush_after_overwrite}"
+            );
+            assert_eq!(db.get("untouched")?.as_deref(), Some(&[3u8; 100][..]));
+            assert_ne!(pointer(&db, b"untouched")?, old_untouched, "the untouched value moved to the head");
+        }
+        Ok(())
     }
 }

@@ -79,7 +79,7 @@ use gc_host::SurveyMark;
 use keyspace::{is_reserved, reserved_key_error, Keyspaces, KEYSPACE_MARK};
 use publish::PublishOrder;
 use shards::{Request, ShardFront};
-use write::PendingWrite;
+use write::{PendingWrite, Relocation};
 
 struct DbInner {
     options: Options,

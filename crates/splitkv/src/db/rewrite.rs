@@ -27,12 +27,14 @@
 //! Thread-safety: runs on the caller's thread beside user reads and writes; it holds the
 //! collector's run lock for the walk (a background run or `run_gc` waits), not the write path.
 
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 
 use super::Db;
 use crate::error::{Error, Result};
 use crate::options::{IndexKind, ReadOptions};
-use crate::types::{SegmentId, ValuePointer};
+use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::vlog::gc::{GcHost, GcOutcome};
 use crate::vlog::SEGMENT_HEADER_LEN;
 
@@ -59,7 +61,7 @@ pub struct RewriteOutcome {
 }
 
 /// One value on its way to the head: key, value and the pointer it replaces.
-type Relocation = (Vec<u8>, Bytes, ValuePointer);
+type Visited = (Vec<u8>, Bytes, ValuePointer);
 
 impl Db {
     /// Rewrites the separated values of the keys in `[begin, end]` (`None` = unbounded, as in
@@ -98,13 +100,17 @@ impl Db {
             // log are random reads, and under memory pressure each is a device read).
             // Bounded, so it reads nothing ahead past `end` (`end + [0]` is the first key after it).
             let upper_bound = end.map(|end| [end, &[0]].concat());
+            let snapshot = inner.snapshots.acquire(SequenceNumber(inner.last_sequence.load(Ordering::Acquire)));
+            // Each value the walk reads is its key's newest as of the snapshot.
+            let current_at = snapshot.sequence();
             let mut it = self.inner.cursor(ReadOptions {
+                snapshot: Some(snapshot),
                 lower_bound: begin.map(<[u8]>::to_vec),
                 upper_bound,
                 ..ReadOptions::default()
             })?;
             it.seek_to_first()?;
-            let mut chunk: Vec<Relocation> = Vec::new();
+            let mut chunk: Vec<Visited> = Vec::new();
             let mut chunk_bytes = 0;
             while it.valid() {
                 // The cursor read the value and checked that its record belongs to this key.
@@ -121,12 +127,12 @@ impl Db {
                         chunk.clear();
                         break;
                     }
-                    self.rewrite_chunk(&mut chunk, &mut outcome)?;
+                    self.rewrite_chunk(&mut chunk, current_at, &mut outcome)?;
                     chunk_bytes = 0;
                 }
                 it.next()?;
             }
-            self.rewrite_chunk(&mut chunk, &mut outcome)?;
+            self.rewrite_chunk(&mut chunk, current_at, &mut outcome)?;
             // Each relocation batch synced itself; this also makes durable the user writes that
             // made the old records dead, before any old segment can go.
             inner.sync_log()?;
@@ -136,14 +142,19 @@ impl Db {
     }
 
     /// Hands a chunk of the walk to the write path, in its (key) order.
-    fn rewrite_chunk(&self, chunk: &mut Vec<Relocation>, outcome: &mut RewriteOutcome) -> Result<()> {
+    fn rewrite_chunk(
+        &self,
+        chunk: &mut Vec<Visited>,
+        current_at: SequenceNumber,
+        outcome: &mut RewriteOutcome,
+    ) -> Result<()> {
         let bytes = chunk.iter().map(|(_, v, _)| v.len() as u64).sum::<u64>();
         outcome.records_rewritten += chunk.len() as u64;
         outcome.bytes_rewritten += bytes;
         // In the GC totals (`Stats::gc_bytes_relocated`): the rewrite is GC in another order.
         self.inner.gc.note_rewritten(bytes);
         let records = chunk.iter().map(|(k, v, p)| (&k[..], &v[..], *p));
-        self.inner.submit_relocations(records)?;
+        self.inner.submit_relocations(records, current_at)?;
         chunk.clear();
         Ok(())
     }
@@ -167,12 +178,10 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::Ordering;
-
     use super::*;
     use crate::iter::db_iter::DbIter;
     use crate::options::Options;
-    use crate::types::{SequenceNumber, ValueKind};
+    use crate::types::ValueKind;
 
     /// The pointers of the separated values in key order, as the index holds them now.
     fn pointers_in_key_order(db: &Db) -> Result<Vec<ValuePointer>> {

@@ -47,12 +47,19 @@ pub(super) struct PendingWrite {
     force_flush: bool,
     /// For GC relocations: the pointer each put replaces; a put is skipped if its key no
     /// longer maps to that pointer when the leader writes it.
-    relocate_from: Option<Vec<ValuePointer>>,
+    relocate_from: Option<Relocation>,
     /// Sequence number of the batch's first operation, set by the leader that writes it.
     first_seq: AtomicU64,
     /// Set once the write is done (by the leader that wrote it).
     result: Mutex<Option<Result<()>>>,
     cv: Condvar,
+}
+
+/// What a GC relocation replaces: the pointer each put of its batch replaces, which the index
+/// mapped its key to as of `current_at`.
+pub(super) struct Relocation {
+    pub(super) from: Vec<ValuePointer>,
+    pub(super) current_at: SequenceNumber,
 }
 
 impl PendingWrite {
@@ -66,12 +73,12 @@ impl PendingWrite {
         Self::with(WriteBatch::new(), false, true, None)
     }
 
-    /// A GC relocation of the records at `old`, one per put of `batch`, made durable.
-    pub(super) fn relocation(batch: WriteBatch, old: Vec<ValuePointer>) -> Self {
+    /// A GC relocation of the records `old.from`, one per put of `batch`, made durable.
+    pub(super) fn relocation(batch: WriteBatch, old: Relocation) -> Self {
         Self::with(batch, true, false, Some(old))
     }
 
-    fn with(batch: WriteBatch, sync: bool, force_flush: bool, relocate_from: Option<Vec<ValuePointer>>) -> Self {
+    fn with(batch: WriteBatch, sync: bool, force_flush: bool, relocate_from: Option<Relocation>) -> Self {
         PendingWrite {
             batch,
             sync,
@@ -170,7 +177,7 @@ impl DbInner {
                     continue;
                 }
                 w.first_seq.store(seq + 1, Ordering::Release);
-                let mut records = self.batch_records(&w.batch, w.relocate_from.as_deref())?;
+                let mut records = self.batch_records(&w.batch, w.relocate_from.as_ref())?;
                 if records.is_empty() {
                     continue;
                 }
@@ -248,17 +255,18 @@ impl DbInner {
     /// The records of `batch`, each naming its key's predecessor, sequence numbers unassigned.
     /// For a GC relocation (`relocate_from`), puts whose key no longer maps to the pointer they
     /// replace are left out.
-    fn batch_records<'a>(
-        &self,
-        batch: &'a WriteBatch,
-        relocate_from: Option<&[ValuePointer]>,
-    ) -> Result<BatchRecords<'a>> {
+    fn batch_records<'a>(&self, batch: &'a WriteBatch, relocate_from: Option<&Relocation>) -> Result<BatchRecords<'a>> {
         let mut records = BatchRecords::with_capacity(batch.len());
         for (i, op) in batch.ops().iter().enumerate() {
-            if let Some(old) = relocate_from.and_then(|old| old.get(i)) {
-                // Relocation must never overwrite a newer user write.
-                if !self.is_current(op.key(), old)? {
-                    continue;
+            if let Some(relocation) = relocate_from {
+                // Relocation must never overwrite a newer user write. GC found the pointer
+                // current as of `current_at`; unless the index can tell from memory that the
+                // key saw no write since (the common case, and a lookup's cost saved), look again.
+                let unchanged = self.index.unchanged_since(op.key(), relocation.current_at);
+                if let Some(old) = relocation.from.get(i) {
+                    if !unchanged && !self.is_current(op.key(), old)? {
+                        continue;
+                    }
                 }
             }
             let (kind, value) = match op {

@@ -165,6 +165,12 @@ pub trait Index: Send + Sync {
     fn wait_for_flush(&self) -> Result<()>;
     /// The newest value of `user_key` visible at `seq`; `None` if absent or deleted.
     fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>>;
+    /// True if the index can tell from memory, without a lookup, that nothing newer than `seq`
+    /// touched `user_key` (no version of it and no range delete was applied since); false when
+    /// it cannot tell, and the caller looks the key up. GC's write-leader re-check uses it.
+    fn unchanged_since(&self, _user_key: &[u8], _seq: SequenceNumber) -> bool {
+        false
+    }
     /// A cursor over the entries a reader at `seq` may see (at least the newest version of each
     /// key at or below `seq`; an index may return more versions), pinning what it reads.
     fn iter(&self, seq: SequenceNumber, fill_cache: bool) -> Result<Box<dyn InternalIterator>>;

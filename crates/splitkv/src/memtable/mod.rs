@@ -166,6 +166,12 @@ impl Memtable {
         self.map.insert(key, value);
     }
 
+    /// False only if no version of `user_key` and no range delete was ever inserted here (one
+    /// filter probe, no search).
+    pub fn may_have_touched(&self, user_key: &[u8]) -> bool {
+        self.has_range_dels.load(Ordering::Acquire) || self.keys.may_contain(user_key)
+    }
+
     /// The newest version of `user_key` with sequence `<= seq`.
     pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Lookup {
         if !self.keys.may_contain(user_key) {

@@ -81,7 +81,9 @@ pub trait GcPolicy: Send + Sync {
 
 /// What the collector needs from the database.
 pub trait GcHost: Send + Sync {
-    /// True if the index still maps `key` to exactly `ptr`.
+    /// The sequence number that reads (and [`GcHost::is_current`]) see now.
+    fn visible_sequence(&self) -> SequenceNumber;
+    /// True if the index still maps `key` to exactly `ptr` (read at the visible sequence).
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool>;
     /// Statistics of the segments eligible for GC (entirely before the log head, not active).
     fn eligible_segments(&self) -> Result<Vec<SegmentStats>>;
@@ -93,10 +95,11 @@ pub trait GcHost: Send + Sync {
     fn logical_log_bytes(&self) -> u64;
     /// Bytes of records not known to be garbage: an upper bound on the live data in the log.
     fn live_log_bytes_estimate(&self) -> u64;
-    /// Rewrites still-current records at the log head through the write path (re-checking each
-    /// as write leader), then makes the whole log durable, so that whatever made the victim's
-    /// other records dead survives a crash too; returns the last sequence number published.
-    fn relocate(&self, records: Vec<ReplayedRecord>) -> Result<SequenceNumber>;
+    /// Rewrites records found current as of `current_at` at the log head through the write path
+    /// (which skips any whose key was written since), then makes the whole log durable, so that
+    /// whatever made the victim's other records dead survives a crash too; returns the last
+    /// sequence number published.
+    fn relocate(&self, records: Vec<ReplayedRecord>, current_at: SequenceNumber) -> Result<SequenceNumber>;
     /// True if no snapshot or iterator older than `seq` is open.
     fn no_reader_older_than(&self, seq: SequenceNumber) -> bool;
     /// Makes the log durable (so the writes that killed `ranges` survive a crash), then records
@@ -501,7 +504,7 @@ impl GarbageCollector {
         }
         outcome.records_relocated = scan.live.len() as u64;
         outcome.bytes_relocated = scan.live.iter().map(|r| r.value.len() as u64).sum();
-        let seq = host.relocate(scan.live)?;
+        let seq = host.relocate(scan.live, scan.current_at)?;
         {
             let mut state = self.state.lock();
             state.effective = outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
@@ -538,13 +541,17 @@ fn is_shared(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
 /// A victim's records sorted into live and dead.
 struct VictimScan {
     live: Vec<ReplayedRecord>,
+    /// The records of `live` were current as of this sequence number (read before the scan).
+    current_at: SequenceNumber,
     /// `(offset, len)` of records nothing points to, in file order.
     dead: Vec<(u64, u64)>,
     bytes_read: u64,
 }
 
 fn scan_victim(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)], host: &dyn GcHost) -> Result<VictimScan> {
-    let mut scan = VictimScan { live: Vec::new(), dead: Vec::new(), bytes_read: 0 };
+    // Read before any lookup: each record is found current at this sequence number or later.
+    let current_at = host.visible_sequence();
+    let mut scan = VictimScan { live: Vec::new(), current_at, dead: Vec::new(), bytes_read: 0 };
     let mut records = scan_segment(fs, path, skipped)?;
     let is_live = |kind, key: &[u8], pointer: &ValuePointer| -> Result<bool> {
         Ok(kind == RecordKind::Put && host.is_current(key, pointer)?)

@@ -194,7 +194,11 @@ impl RecordCursor {
         &self.path
     }
 
-    /// Makes `[at, at + n)` resident in the buffer; `false` if the file ends first.
+    /// Makes `[at, at + n)` resident in the buffer; `false` if the file ends first. A cursor
+    /// reads its file once, front to back (a GC victim, a segment replayed at open), so it
+    /// reads with a system call rather than through the map: pages faulted through a map stay
+    /// mapped into the process, where the kernel reclaims them last, and under a memory limit
+    /// they would push out pages still to be used (see `RandomAccessFile::read_exact_at_cold`).
     fn fill(&mut self, at: u64, n: usize) -> Result<bool> {
         let Some(end) = at.checked_add(n as u64) else { return Ok(false) };
         if end > self.file_len {
@@ -206,7 +210,7 @@ impl RecordCursor {
         let want = (n.max(READ_CHUNK) as u64).min(self.file_len - at) as usize;
         self.buf.clear();
         self.buf.resize(want, 0);
-        self.file.read_exact_at(at, &mut self.buf)?;
+        self.file.read_exact_at_cold(at, &mut self.buf)?;
         self.buf_start = at;
         Ok(true)
     }

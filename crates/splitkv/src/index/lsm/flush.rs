@@ -62,7 +62,9 @@ impl Shared {
             state.pending_outputs.remove(n);
         }
         let result = result.and_then(|_| {
-            state.imm = None;
+            if let Some(flushed) = state.imm.take() {
+                state.flushed_through = state.flushed_through.max(flushed.max_sequence());
+            }
             self.install_super_version(&state);
             Counters::add(&self.counters.flushes, 1);
             // Upkeep takes the catalog and state locks itself.

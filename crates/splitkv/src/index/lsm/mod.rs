@@ -32,7 +32,7 @@ mod survey;
 use std::collections::HashSet;
 use std::ops::Bound;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -68,10 +68,18 @@ pub struct SuperVersion {
     /// Each level's files as cursors walk them (index = level; level 0 empty), built once here
     /// rather than by every cursor.
     level_files: Vec<Arc<[LevelFile]>>,
+    /// Every record outside `mem` and `imm` (in a table) has a sequence number at most this:
+    /// anything newer is still in a memtable.
+    flushed_through: SequenceNumber,
 }
 
 impl SuperVersion {
-    fn new(mem: Arc<Memtable>, imm: Option<Arc<Memtable>>, version: Arc<Version>) -> SuperVersion {
+    fn new(
+        mem: Arc<Memtable>,
+        imm: Option<Arc<Memtable>>,
+        version: Arc<Version>,
+        flushed_through: SequenceNumber,
+    ) -> SuperVersion {
         let level_files = (0..version.num_levels())
             .map(|level| {
                 let files = if level == 0 { &[][..] } else { version.files(level) };
@@ -86,7 +94,7 @@ impl SuperVersion {
                     .collect()
             })
             .collect();
-        SuperVersion { mem, imm, version, level_files }
+        SuperVersion { mem, imm, version, level_files, flushed_through }
     }
 
     /// The memtables, newest first.
@@ -98,6 +106,8 @@ impl SuperVersion {
 struct State {
     mem: Arc<Memtable>,
     imm: Option<Arc<Memtable>>,
+    /// See [`SuperVersion::flushed_through`]: raised as each flushed memtable leaves.
+    flushed_through: SequenceNumber,
     /// Table numbers being written: not yet in any version, must not be deleted as obsolete.
     pending_outputs: HashSet<FileNumber>,
     /// A flush is in progress (only one runs at a time).
@@ -167,7 +177,10 @@ impl LsmIndex {
         );
         let mem = Arc::new(Memtable::new(parts.catalog.log_head(), options.write_buffer_size));
         let version = parts.catalog.lock().current();
-        let super_version = Arc::new(SuperVersion::new(Arc::clone(&mem), None, version));
+        // Every record in a table is at most the recorded last sequence number (the log replay
+        // that follows puts newer ones in the memtable).
+        let flushed_through = SequenceNumber(parts.last_sequence.load(Ordering::Acquire));
+        let super_version = Arc::new(SuperVersion::new(Arc::clone(&mem), None, version, flushed_through));
         let shared = Arc::new(Shared {
             fs: Arc::clone(&options.fs),
             dir: parts.dir,
@@ -183,6 +196,7 @@ impl LsmIndex {
             state: Mutex::new(State {
                 mem,
                 imm: None,
+                flushed_through,
                 pending_outputs: HashSet::new(),
                 flushing: false,
                 bg_error: None,
@@ -241,7 +255,7 @@ impl Shared {
     /// Publishes the memtables of `state` with the catalog's current version to readers.
     fn install_super_version(&self, state: &State) {
         let version = self.catalog.lock().current();
-        let sv = SuperVersion::new(Arc::clone(&state.mem), state.imm.clone(), version);
+        let sv = SuperVersion::new(Arc::clone(&state.mem), state.imm.clone(), version, state.flushed_through);
         *self.super_version.write() = Arc::new(sv);
     }
 
@@ -394,6 +408,12 @@ impl Index for LsmIndex {
             Some(e) => Err(Error::Poisoned(e.clone())),
             None => Ok(()),
         }
+    }
+
+    fn unchanged_since(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
+        let sv = self.shared.super_version();
+        // Everything newer than `seq` is then in the memtables, whose filters know its keys.
+        sv.flushed_through <= seq && sv.memtables().all(|m| !m.may_have_touched(user_key))
     }
 
     fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
