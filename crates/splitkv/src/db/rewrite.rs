@@ -27,8 +27,6 @@
 //! Thread-safety: runs on the caller's thread beside user reads and writes; it holds the
 //! collector's run lock for the walk (a background run or `run_gc` waits), not the write path.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
 use super::Db;
@@ -100,7 +98,7 @@ impl Db {
             // log are random reads, and under memory pressure each is a device read).
             // Bounded, so it reads nothing ahead past `end` (`end + [0]` is the first key after it).
             let upper_bound = end.map(|end| [end, &[0]].concat());
-            let snapshot = inner.snapshots.acquire(SequenceNumber(inner.last_sequence.load(Ordering::Acquire)));
+            let snapshot = self.snapshot();
             // Each value the walk reads is its key's newest as of the snapshot.
             let current_at = snapshot.sequence();
             let mut it = self.inner.cursor(ReadOptions {
@@ -178,6 +176,8 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use super::*;
     use crate::iter::db_iter::DbIter;
     use crate::options::Options;

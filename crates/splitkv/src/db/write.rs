@@ -258,13 +258,14 @@ impl DbInner {
     fn batch_records<'a>(&self, batch: &'a WriteBatch, relocate_from: Option<&Relocation>) -> Result<BatchRecords<'a>> {
         let mut records = BatchRecords::with_capacity(batch.len());
         for (i, op) in batch.ops().iter().enumerate() {
-            if let Some(relocation) = relocate_from {
+            if let Some(Relocation { from, current_at }) = relocate_from {
                 // Relocation must never overwrite a newer user write. GC found the pointer
                 // current as of `current_at`; unless the index can tell from memory that the
                 // key saw no write since (the common case, and a lookup's cost saved), look again.
-                let unchanged = self.index.unchanged_since(op.key(), relocation.current_at);
-                if let Some(old) = relocation.from.get(i) {
-                    if !unchanged && !self.is_current(op.key(), old)? {
+                if let Some(old) = from.get(i) {
+                    let still_current =
+                        self.index.unchanged_since(op.key(), *current_at) || self.is_current(op.key(), old)?;
+                    if !still_current {
                         continue;
                     }
                 }

@@ -101,12 +101,12 @@ impl TableCache {
         self.block_cache.as_ref()
     }
 
-    /// Number of open tables.
     /// Most tables open at once.
     pub fn capacity(&self) -> u64 {
         self.tables.capacity()
     }
 
+    /// Number of open tables.
     pub fn len(&self) -> usize {
         self.tables.len()
     }
