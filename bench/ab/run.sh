@@ -6,7 +6,13 @@
 # Prints, per benchmark and value size, each build's median and the ratio NEW/BASE of the
 # medians in throughput terms (>1: NEW is faster).
 #
-# usage: bench/ab/run.sh BASE [NEW]     (env: ROUNDS=5, NUM=1000000, OUT=dir for raw output)
+# MODE=capped_scan instead A/Bs the scan of docs/results/scale.md: NEW's build loads 2M x 1 KiB
+# at random and rewrites the log in key order (rewritelog) under a 512 MiB memory cap; then each
+# round runs readseq twice over that whole database with each build, under the same cap, with
+# the page cache dropped before each run (needs root).
+#
+# usage: bench/ab/run.sh BASE [NEW]     (env: ROUNDS=5, NUM=1000000, OUT=dir for raw output,
+#                                        MODE=main|capped_scan)
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 BASE=${1:?usage: bench/ab/run.sh BASE [NEW]}
@@ -25,6 +31,22 @@ for side in base new; do
 done
 
 mkdir -p "$OUT"
+if [[ ${MODE:-main} == capped_scan ]]; then
+    capped=(--num=2000000 --value_size=1024 --compression_ratio=1 --memory_limit=512MiB --db="$WORK/db")
+    run "$WORK/target-new/release/splitkv-bench" "${capped[@]}" --benchmarks=fillrandom,rewritelog \
+        >"$OUT/load.txt"
+    for round in $(seq 1 "$ROUNDS"); do
+        order=(base new)
+        ((round % 2 == 0)) && order=(new base)
+        for side in "${order[@]}"; do
+            sync && echo 3 >/proc/sys/vm/drop_caches
+            run "$WORK/target-$side/release/splitkv-bench" "${capped[@]}" --use_existing_db=1 \
+                --benchmarks=readseq,readseq >"$OUT/$side-1024-round$round.txt"
+        done
+    done
+    python3 "$(dirname "${BASH_SOURCE[0]}")/summarize.py" "$OUT"
+    exit
+fi
 for round in $(seq 1 "$ROUNDS"); do
     order=(base new)
     ((round % 2 == 0)) && order=(new base)

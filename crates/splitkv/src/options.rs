@@ -333,7 +333,11 @@ pub struct WriteOptions {
 pub struct ReadOptions {
     /// Read as of this snapshot; the latest state if `None`.
     pub snapshot: Option<Snapshot>,
-    /// Keep blocks read for this operation in the block cache.
+    /// Keep blocks read for this operation in the block cache, and let an iterator's read-ahead
+    /// load values into the OS page cache. With `false` (for bulk scans, as in LevelDB) a scan
+    /// reads values it finds packed in the log and not in memory past the page cache from its
+    /// first window; with `true` it does so only once it is long (see `docs/design.md`, "Scans
+    /// past the page cache"), so short scans leave their values cached for the next.
     pub fill_cache: bool,
     /// Verify block checksums even for cached blocks.
     pub verify_checksums: bool,

@@ -50,7 +50,7 @@ use crate::options::ReadOptions;
 use crate::snapshot::Snapshot;
 use crate::stats::Counters;
 use crate::types::SequenceNumber;
-use crate::vlog::prefetch::{plan_reads, ValueRequest};
+use crate::vlog::prefetch::{plan_reads, ReadPath, ValueRequest};
 
 /// What [`Db::multi_get`] returns: one entry per key, in the caller's order.
 pub type MultiGetResult = Result<Vec<Option<Bytes>>>;
@@ -313,7 +313,14 @@ impl DbInner {
         // One value has nothing to overlap with: read it here, as `get` would.
         let uncached = if requests.len() > 1 {
             let sample = self.point_values_cached.load(Ordering::Relaxed);
-            let uncached = uncached_requests(&self.vlog, &requests, sample, 0, &ReadaroundFeedback::default());
+            let uncached = uncached_requests(
+                &self.vlog,
+                &requests,
+                sample,
+                0,
+                &ReadaroundFeedback::default(),
+                ReadPath::PageCache,
+            );
             self.point_values_cached.store(uncached.is_empty(), Ordering::Relaxed);
             uncached
         } else {
@@ -326,7 +333,7 @@ impl DbInner {
                 slots[request] = Some((task, slot));
             }
             let (vlog, keys, requests) = (Arc::clone(&self.vlog), keys.clone(), Arc::clone(&requests));
-            reads.push(self.prefetch.submit(move || vlog.read_values(&keys, &requests, &group)));
+            reads.push(self.prefetch.submit(move || vlog.read_values(&keys, &requests, &group, ReadPath::PageCache)));
         }
         let read_here = |request: &ValueRequest| self.vlog.read(&request.pointer, &keys[request.key.clone()]);
         // Values in memory first, while the pool waits for the device.

@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::iter::db_iter::DbIter;
 use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{SegmentId, ValueKind, ValuePointer};
-use crate::vlog::prefetch::{chunk, plan_reads, PrefetchPool, Task, ValueRequest};
+use crate::vlog::prefetch::{chunk, plan_reads, PrefetchPool, ReadPath, Task, ValueRequest};
 use crate::vlog::ValueLog;
 
 /// Consecutive moves in one direction after which a cursor starts reading ahead while the
@@ -139,6 +139,9 @@ pub(super) struct WalkPlan {
     pub(super) movement: Movement,
     pub(super) max_entries: usize,
     pub(super) keys_only: bool,
+    /// The scan is a bulk read (long, or told not to fill caches): values it finds packed in the
+    /// log and not in memory are read past the page cache (see [`walk`]).
+    pub(super) bulk: bool,
     /// Whether the values recent walks checked were all in memory, shared by the database's
     /// cursors (see [`uncached_requests`]); this walk reads and updates it.
     pub(super) values_cached: Arc<AtomicBool>,
@@ -153,8 +156,8 @@ pub(super) struct WalkPlan {
     pub(super) pool: Arc<PrefetchPool>,
 }
 
-/// Of a window's value reads, those that may wait on the device (their loads are started by
-/// [`ValueLog::will_need`]); only these go to the pool, since copying a value that is in memory
+/// Of a window's value reads, those that may wait on the device (on [`ReadPath::PageCache`] their
+/// loads are started by [`ValueLog::will_need`]); only these go to the pool, since copying a value that is in memory
 /// costs less than handing it to another thread. With `sample`, set while the values recent walks
 /// checked were all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and the rest
 /// only if a sampled one is not in memory: a cached scan pays one check in that many.
@@ -164,8 +167,9 @@ pub(super) fn uncached_requests(
     sample: bool,
     readaround: u64,
     feedback: &ReadaroundFeedback,
+    path: ReadPath,
 ) -> Vec<usize> {
-    let mut check = ResidencyCheck { vlog, readaround, feedback, last: None };
+    let mut check = ResidencyCheck { vlog, readaround, feedback, path, last: None };
     if !sample {
         return (0..requests.len()).filter(|&i| check.misses(&requests[i].pointer)).collect();
     }
@@ -191,6 +195,7 @@ struct ResidencyCheck<'a> {
     vlog: &'a ValueLog,
     readaround: u64,
     feedback: &'a ReadaroundFeedback,
+    path: ReadPath,
     /// The last chunk checked and whether it was in memory.
     last: Option<(SegmentId, (u64, u64), bool)>,
 }
@@ -202,7 +207,10 @@ impl ResidencyCheck<'_> {
                 return !cached;
             }
         }
-        let cached = self.vlog.will_need(ptr, self.readaround);
+        let cached = match self.path {
+            ReadPath::PageCache => self.vlog.will_need(ptr, self.readaround),
+            ReadPath::Direct => self.vlog.in_memory(ptr, self.readaround),
+        };
         let chunk = chunk(ptr, self.readaround);
         if self.readaround > 0 {
             self.feedback.note(ptr.segment, chunk.0, cached);
@@ -354,20 +362,28 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
     let mut request_slots = vec![None; requests.len()];
     let mut reads = Vec::new();
     if !plan.keys_only && !requests.is_empty() {
+        let span = log_span(&requests);
         let readaround = if plan.readaround_feedback.thrashing(entries.len()) {
             0
         } else {
-            readaround(plan.scanned + entries.len(), log_span(&requests))
+            readaround(plan.scanned + entries.len(), span)
         };
+        // Values packed in the log (after a key-order rewrite or a sequential load: they fill at
+        // least half the stretch of log between the window's first and last value) are read past
+        // the page cache by a bulk scan: it reads each byte once, and caching them would only cost
+        // the kernel's work of adding and reclaiming pages, and push out pages still to be used.
+        // Scattered values go through the cache, where the read-around loaded with them holds
+        // values that later windows come back for.
+        let path = if plan.bulk && span <= 2 * value_bytes { ReadPath::Direct } else { ReadPath::PageCache };
         let sample = plan.values_cached.load(Ordering::Relaxed);
-        let uncached = uncached_requests(&plan.vlog, &requests, sample, readaround, &plan.readaround_feedback);
+        let uncached = uncached_requests(&plan.vlog, &requests, sample, readaround, &plan.readaround_feedback, path);
         plan.values_cached.store(uncached.is_empty(), Ordering::Relaxed);
         for (task, group) in plan_reads(&requests, uncached, plan.pool.threads()).into_iter().enumerate() {
             for (slot, &request) in group.iter().enumerate() {
                 request_slots[request] = Some((task, slot));
             }
             let (vlog, keys, requests) = (Arc::clone(&plan.vlog), keys.clone(), Arc::clone(&requests));
-            reads.push(plan.pool.submit(move || vlog.read_values(&keys, &requests, &group)));
+            reads.push(plan.pool.submit(move || vlog.read_values(&keys, &requests, &group, path)));
         }
     }
     // What the window holds once its reads are in: keys, inline values and separated values.

@@ -23,6 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::{AccessPattern, FileLock, FileSystem, MappedFile, RandomAccessFile, WritableFile};
@@ -267,6 +268,11 @@ impl RandomAccessFile for FaultyRandomAccessFile {
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.injector.lock().check(FaultKind::Read, &self.path)?;
         self.inner.read_exact_at_cold(offset, buf)
+    }
+
+    fn read_uncached(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.injector.lock().check(FaultKind::Read, &self.path)?;
+        self.inner.read_uncached(offset, len)
     }
 
     fn len(&self) -> Result<u64> {

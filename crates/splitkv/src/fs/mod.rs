@@ -16,6 +16,7 @@
 //! concurrently; a [`WritableFile`] has one owner. A reader opened on a file that is still being
 //! appended sees every byte appended (and flushed) after it was opened.
 
+mod direct;
 mod fault;
 mod mem;
 mod os;
@@ -23,6 +24,8 @@ mod os_mapped;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use bytes::Bytes;
 
 pub use fault::{Fault, FaultInjectingFileSystem, FaultKind};
 pub use mem::MemFileSystem;
@@ -68,6 +71,15 @@ pub trait RandomAccessFile: Send + Sync {
     /// pressure they push out pages that read-ahead loaded and nobody has read yet.
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.read_exact_at(offset, buf)
+    }
+    /// The `len` bytes at `offset`, found not in memory and to be read once (a scan's prefetch of
+    /// a stretch of log it consumes in order). An implementation over an OS page cache reads them
+    /// past the cache where it can (`O_DIRECT`): caching them would cost CPU to add and reclaim
+    /// pages, and under memory pressure push out pages still to be used.
+    fn read_uncached(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let mut buf = vec![0; len];
+        self.read_exact_at_cold(offset, &mut buf)?;
+        Ok(Bytes::from(buf))
     }
     /// Current length of the file.
     fn len(&self) -> Result<u64>;

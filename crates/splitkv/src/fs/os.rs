@@ -21,8 +21,10 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use smallvec::SmallVec;
 
+use super::direct::DirectFile;
 use super::{AccessPattern, FileLock, FileSystem, MappedFile, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
@@ -82,6 +84,8 @@ struct OsRandomAccessFile {
     file: File,
     /// The file's bytes as of opening, if it was non-empty and could be mapped.
     map: Option<memmap2::Mmap>,
+    /// The handle [`RandomAccessFile::read_uncached`] reads through.
+    direct: DirectFile,
 }
 
 impl RandomAccessFile for OsRandomAccessFile {
@@ -103,6 +107,15 @@ impl RandomAccessFile for OsRandomAccessFile {
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.file.read_exact_at(buf, offset)?;
         Ok(())
+    }
+
+    fn read_uncached(&self, offset: u64, len: usize) -> Result<Bytes> {
+        if let Some(bytes) = self.direct.read(offset, len)? {
+            return Ok(bytes);
+        }
+        let mut buf = vec![0; len];
+        self.file.read_exact_at(&mut buf, offset)?;
+        Ok(Bytes::from(buf))
     }
 
     fn len(&self) -> Result<u64> {
@@ -259,12 +272,16 @@ impl FileSystem for OsFileSystem {
         } else {
             None
         };
-        Ok(Arc::new(OsRandomAccessFile { file, map }))
+        Ok(Arc::new(OsRandomAccessFile { file, map, direct: DirectFile::new(path.to_path_buf()) }))
     }
 
     fn open_may_shrink(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         // A map would fault (SIGBUS) on a page the other process cut off; `pread` reports it.
-        Ok(Arc::new(OsRandomAccessFile { file: File::open(path)?, map: None }))
+        Ok(Arc::new(OsRandomAccessFile {
+            file: File::open(path)?,
+            map: None,
+            direct: DirectFile::new(path.to_path_buf()),
+        }))
     }
 
     fn exists(&self, path: &Path) -> bool {

@@ -187,6 +187,17 @@ fn worker(shared: &PoolShared) {
     }
 }
 
+/// How [`ValueLog::read_values`] reads: through the page cache, where loads started by
+/// [`ValueLog::will_need`] (and their read-around) land and later reads find them, or past it
+/// ([`RandomAccessFile::read_uncached`]), for values read once and in log order.
+///
+/// [`RandomAccessFile::read_uncached`]: crate::fs::RandomAccessFile::read_uncached
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPath {
+    PageCache,
+    Direct,
+}
+
 /// One value to prefetch: where it is and which key it must belong to.
 #[derive(Clone, Debug)]
 pub struct ValueRequest {
@@ -246,6 +257,16 @@ impl ValueLog {
     /// memory (page cache or write buffer), or the pointer is one a read rejects anyway.
     /// Otherwise starts loading the chunk in the background and returns false.
     pub fn will_need(&self, ptr: &ValuePointer, readaround: u64) -> bool {
+        self.check_residency(ptr, readaround, true)
+    }
+
+    /// [`ValueLog::will_need`] without the load: for values the caller reads past the page cache
+    /// ([`ReadPath::Direct`]), which a load into the cache would read twice.
+    pub fn in_memory(&self, ptr: &ValuePointer, readaround: u64) -> bool {
+        self.check_residency(ptr, readaround, false)
+    }
+
+    fn check_residency(&self, ptr: &ValuePointer, readaround: u64, load: bool) -> bool {
         let Some(segment) = self.segments.read().get(&ptr.segment).cloned() else { return true };
         let readable = segment.readable_len();
         if ptr.offset < SEGMENT_HEADER_LEN || ptr.end() > readable {
@@ -256,15 +277,23 @@ impl ValueLog {
         if segment.file.is_cached(start, len) {
             return true;
         }
-        segment.file.will_need(start, len);
+        if load {
+            segment.file.will_need(start, len);
+        }
         false
     }
 
     /// Reads the values of `requests[i]` for every `i` in `indices` (sorted by position), with one
-    /// positioned read per run of nearby records. Returns one entry per index, `None` where the
+    /// positioned read per run of nearby records, along `path`. Returns one entry per index, `None` where the
     /// value could not be prefetched (unflushed bytes, a segment that is gone, an I/O error, a
     /// record that fails validation): the caller reads those with [`ValueLog::read`].
-    pub fn read_values(&self, keys: &Bytes, requests: &[ValueRequest], indices: &[usize]) -> Vec<Option<Bytes>> {
+    pub fn read_values(
+        &self,
+        keys: &Bytes,
+        requests: &[ValueRequest],
+        indices: &[usize],
+        path: ReadPath,
+    ) -> Vec<Option<Bytes>> {
         let mut out = Vec::with_capacity(indices.len());
         let mut start = 0;
         while start < indices.len() {
@@ -282,7 +311,7 @@ impl ValueLog {
                 end += 1;
             }
             let run = &indices[start..end];
-            match self.read_span(first, run_end) {
+            match self.read_span(first, run_end, path) {
                 Some((span, version)) => {
                     for &i in run {
                         let req = &requests[i];
@@ -298,16 +327,23 @@ impl ValueLog {
 
     /// The bytes `[first.offset, end)` of `first.segment` if they are all in the file, with the
     /// segment's format version (which its records are decoded by).
-    fn read_span(&self, first: ValuePointer, end: u64) -> Option<(Bytes, u32)> {
+    fn read_span(&self, first: ValuePointer, end: u64, path: ReadPath) -> Option<(Bytes, u32)> {
         let segment = self.segments.read().get(&first.segment).cloned()?;
         if first.offset < SEGMENT_HEADER_LEN || end > segment.readable_len() {
             return None;
         }
-        let mut bytes = vec![0u8; usize::try_from(end - first.offset).ok()?];
-        // Only values found not in memory come here: read them with a system call, not through
-        // the map (see `RandomAccessFile::read_exact_at_cold`).
-        segment.file.read_exact_at_cold(first.offset, &mut bytes).ok()?;
-        Some((Bytes::from(bytes), segment.version))
+        let len = usize::try_from(end - first.offset).ok()?;
+        let bytes = match path {
+            ReadPath::Direct => segment.file.read_uncached(first.offset, len).ok()?,
+            ReadPath::PageCache => {
+                let mut bytes = vec![0u8; len];
+                // Only values found not in memory come here: read them with a system call, not
+                // through the map (see `RandomAccessFile::read_exact_at_cold`).
+                segment.file.read_exact_at_cold(first.offset, &mut bytes).ok()?;
+                Bytes::from(bytes)
+            }
+        };
+        Some((bytes, segment.version))
     }
 }
 

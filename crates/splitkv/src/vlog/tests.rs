@@ -674,9 +674,12 @@ fn prefetched_values_of_records_with_prevs_are_the_values() {
         arena.extend_from_slice(&rec.key);
     }
     let indices: Vec<usize> = (0..requests.len()).collect();
-    let values = log.read_values(&Bytes::from(arena), &requests, &indices);
-    for (rec, value) in recs.iter().zip(values) {
-        assert_eq!(value.as_deref(), Some(rec.value.as_slice()), "{rec:?}");
+    let arena = Bytes::from(arena);
+    for path in [prefetch::ReadPath::PageCache, prefetch::ReadPath::Direct] {
+        let values = log.read_values(&arena, &requests, &indices, path);
+        for (rec, value) in recs.iter().zip(values) {
+            assert_eq!(value.as_deref(), Some(rec.value.as_slice()), "{path:?} {rec:?}");
+        }
     }
 }
 
