@@ -9,10 +9,12 @@
 # MODE=capped_scan instead A/Bs the scan of docs/results/scale.md: NEW's build loads 2M x 1 KiB
 # at random and rewrites the log in key order (rewritelog) under a 512 MiB memory cap; then each
 # round runs readseq twice over that whole database with each build, under the same cap, with
-# the page cache dropped before each run (needs root).
+# the page cache dropped before each run (needs root). MODE=capped_sequence runs, per build and
+# round, the issue's sequence on a fresh database under the same cap: fillrandom, rewritelog, then
+# two readseq of 200k entries.
 #
 # usage: bench/ab/run.sh BASE [NEW]     (env: ROUNDS=5, NUM=1000000, OUT=dir for raw output,
-#                                        MODE=main|capped_scan)
+#                                        MODE=main|capped_scan|capped_sequence)
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 BASE=${1:?usage: bench/ab/run.sh BASE [NEW]}
@@ -31,17 +33,24 @@ for side in base new; do
 done
 
 mkdir -p "$OUT"
-if [[ ${MODE:-main} == capped_scan ]]; then
-    capped=(--num=2000000 --value_size=1024 --compression_ratio=1 --memory_limit=512MiB --db="$WORK/db")
-    run "$WORK/target-new/release/splitkv-bench" "${capped[@]}" --benchmarks=fillrandom,rewritelog \
-        >"$OUT/load.txt"
+capped=(--num=2000000 --value_size=1024 --compression_ratio=1 --memory_limit=512MiB --db="$WORK/db")
+case ${MODE:-main} in
+    capped_scan)
+        run "$WORK/target-new/release/splitkv-bench" "${capped[@]}" --benchmarks=fillrandom,rewritelog \
+            >"$OUT/load.txt"
+        scan=(--use_existing_db=1 --benchmarks=readseq,readseq)
+        ;;
+    capped_sequence) scan=(--reads=200000 --benchmarks=fillrandom,rewritelog,readseq,readseq) ;;
+esac
+if [[ ${MODE:-main} != main ]]; then
     for round in $(seq 1 "$ROUNDS"); do
         order=(base new)
         ((round % 2 == 0)) && order=(new base)
         for side in "${order[@]}"; do
+            [[ $MODE == capped_sequence ]] && rm -rf "$WORK/db"
             sync && echo 3 >/proc/sys/vm/drop_caches
-            run "$WORK/target-$side/release/splitkv-bench" "${capped[@]}" --use_existing_db=1 \
-                --benchmarks=readseq,readseq >"$OUT/$side-1024-round$round.txt"
+            run "$WORK/target-$side/release/splitkv-bench" "${capped[@]}" "${scan[@]}" \
+                >"$OUT/$side-1024-round$round.txt"
         done
     done
     python3 "$(dirname "${BASH_SOURCE[0]}")/summarize.py" "$OUT"

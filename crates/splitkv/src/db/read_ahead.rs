@@ -362,19 +362,25 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
     let mut request_slots = vec![None; requests.len()];
     let mut reads = Vec::new();
     if !plan.keys_only && !requests.is_empty() {
+        // Values packed in the log (after a key-order rewrite or a sequential load: they fill at
+        // least half the stretch of log between the window's first and last value).
         let span = log_span(&requests);
-        let readaround = if plan.readaround_feedback.thrashing(entries.len()) {
+        let packed = span <= 2 * value_bytes;
+        // A packed window's chunks hold its own values, so loading (or checking) a whole chunk is
+        // no bet on later windows, and whether such bets paid lately does not matter: checking
+        // value by value would cost a system call per value.
+        let readaround = if packed {
+            MAX_READAROUND
+        } else if plan.readaround_feedback.thrashing(entries.len()) {
             0
         } else {
             readaround(plan.scanned + entries.len(), span)
         };
-        // Values packed in the log (after a key-order rewrite or a sequential load: they fill at
-        // least half the stretch of log between the window's first and last value) are read past
-        // the page cache by a bulk scan: it reads each byte once, and caching them would only cost
-        // the kernel's work of adding and reclaiming pages, and push out pages still to be used.
-        // Scattered values go through the cache, where the read-around loaded with them holds
-        // values that later windows come back for.
-        let path = if plan.bulk && span <= 2 * value_bytes { ReadPath::Direct } else { ReadPath::PageCache };
+        // A bulk scan reads packed values past the page cache: it reads each byte once, and
+        // caching them would only cost the kernel's work of adding and reclaiming pages, and push
+        // out pages still to be used. Scattered values go through the cache, where the
+        // read-around loaded with them holds values that later windows come back for.
+        let path = if plan.bulk && packed { ReadPath::Direct } else { ReadPath::PageCache };
         let sample = plan.values_cached.load(Ordering::Relaxed);
         let uncached = uncached_requests(&plan.vlog, &requests, sample, readaround, &plan.readaround_feedback, path);
         plan.values_cached.store(uncached.is_empty(), Ordering::Relaxed);
