@@ -495,3 +495,41 @@ fn cursors_read_on_through_gc(kind: IndexKind, storage: Storage, forward: bool) 
     assert!(fast_seen == want, "{kind:?} {storage:?} forward {forward}: prefetching cursor differs from its snapshot");
     Ok(())
 }
+
+#[test]
+fn read_ahead_stays_off_over_inline_values_and_resumes_at_separated_ones() -> Result<()> {
+    // Long stretches of inline values (100 B) between shorter ones of separated values (2000 B,
+    // over the 1 KiB threshold). Windows hold at most 4096 entries, so a stretch of 10,000
+    // inline values ends well past the last window that reached into it.
+    const STRETCHES: [(u64, usize); 4] = [(10_000, 100), (1_000, 2_000), (10_000, 100), (1_000, 2_000)];
+    for storage in [Storage::Os, Storage::Uncached] {
+        let (db, _dir) = storage.open(options(IndexKind::Lsm, 1024, 2))?;
+        let mut model = Model::new();
+        let mut stretch_ends = Vec::new();
+        let mut i = 0u64;
+        for (count, len) in STRETCHES {
+            for _ in 0..count {
+                let value = value_for(i, len);
+                db.put(key(i), &value)?;
+                model.insert(key(i), value);
+                i += 1;
+            }
+            stretch_ends.push(i - 1);
+        }
+        db.flush()?;
+        let mut it = db.iter(ReadOptions::default())?;
+        it.seek_to_first()?;
+        let mut seen = Vec::new();
+        let mut reading_ahead_at_ends = Vec::new();
+        while it.valid() {
+            if stretch_ends.contains(&(seen.len() as u64)) {
+                reading_ahead_at_ends.push(db.stats().memory.read_ahead_bytes > 0);
+            }
+            seen.push((it.key().to_vec(), it.value().to_vec()));
+            it.next()?;
+        }
+        assert!(seen == model.into_iter().collect::<Vec<_>>(), "{storage:?}: the scan differs from the model");
+        assert_eq!(reading_ahead_at_ends, [false, true, false, true], "{storage:?}");
+    }
+    Ok(())
+}

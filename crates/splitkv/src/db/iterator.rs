@@ -56,6 +56,9 @@ pub struct DbIterator {
     next_walk: Option<Arc<Task<Walked>>>,
     keys_only: bool,
     prefetch: bool,
+    /// The last window held no separated values: read-ahead stays off until the cursor lands on
+    /// one (see [`DbIterator::start_next_walk_if_due`]).
+    inline_only: bool,
     fill_cache: bool,
     last_move: Option<Movement>,
     moves_in_a_row: u32,
@@ -85,6 +88,7 @@ impl DbIterator {
             next_walk: None,
             keys_only: opts.keys_only,
             prefetch: opts.prefetch,
+            inline_only: false,
             fill_cache: opts.fill_cache,
             last_move: None,
             moves_in_a_row: 0,
@@ -232,6 +236,7 @@ impl DbIterator {
         self.moves_in_a_row = 0;
         self.next_window_entries = FIRST_WINDOW_ENTRIES;
         self.scanned = 0;
+        self.inline_only = false;
         self.set_value(Bytes::new());
         seek(self.home_cursor_mut()?)?;
         self.load_value()
@@ -260,7 +265,12 @@ impl DbIterator {
             Movement::Forward => cursor.next()?,
             Movement::Backward => cursor.prev()?,
         }
-        if self.prefetch && self.home_cursor()?.valid() {
+        let cursor = self.home_cursor()?;
+        let valid = cursor.valid();
+        if self.inline_only && valid && cursor.value_kind() == ValueKind::Pointer {
+            self.inline_only = false;
+        }
+        if self.prefetch && !self.inline_only && valid {
             let cached = self.db.scan_values_cached.load(Ordering::Relaxed);
             let start_after = if cached { PREFETCH_AFTER_MOVES_CACHED } else { PREFETCH_AFTER_MOVES };
             if self.moves_in_a_row >= start_after {
@@ -330,8 +340,18 @@ impl DbIterator {
     /// never reaches. A long scan that waits on the device starts it at once instead, so the
     /// next window's reads are in flight while this one's complete (with the start at half, the
     /// cursor was measured waiting for most of its reads under a memory cap).
+    ///
+    /// A window without separated values has nothing to read: walking ahead then only copies
+    /// keys and values into the window on another thread, which costs more than stepping the
+    /// cursor in place (measured 1.4x slower at 100 B values in memory). So no next window is
+    /// walked; when this one is consumed the cursor steps on its own, and read-ahead resumes
+    /// once it lands on a separated value.
     fn start_next_walk_if_due(&mut self) {
         let Some(window) = &self.window else { return };
+        if window.requests.is_empty() && !window.entries.is_empty() {
+            self.inline_only = true;
+            return;
+        }
         let device_bound = !window.reads.is_empty() && self.scanned >= MAX_WINDOW_ENTRIES;
         let half_consumed = window.pos * 2 + 1 >= window.entries.len();
         if self.next_walk.is_some() || window.is_last() || !(device_bound || half_consumed) {
@@ -354,9 +374,12 @@ impl DbIterator {
             return self.land();
         }
         let error = window.error.take();
+        let (movement, last) = (window.movement, window.is_last());
         self.window = None;
         match self.next_walk.take() {
             Some(walk) => self.install(walk.wait()),
+            // An inline-only window ended: the cursor is home on its last entry; step from there.
+            None if !last && self.inline_only => self.step(movement),
             // The last window: the cursor is home and invalid (exhausted or failed).
             None => error.map_or(Ok(()), Err),
         }
