@@ -343,7 +343,7 @@ impl DbIterator {
     ///
     /// A window without separated values has nothing to read: walking ahead then only copies
     /// keys and values into the window on another thread, which costs more than stepping the
-    /// cursor in place (measured 1.4x slower at 100 B values in memory). So no next window is
+    /// cursor in place (measured 1.4x slower at 100 B values in memory, `docs/results/baseline.md`). So no next window is
     /// walked; when this one is consumed the cursor steps on its own, and read-ahead resumes
     /// once it lands on a separated value.
     fn start_next_walk_if_due(&mut self) {
