@@ -373,8 +373,8 @@ impl DbIterator {
             window.pos += 1;
             return self.land();
         }
-        let error = window.error.take();
         let (movement, last) = (window.movement, window.is_last());
+        let error = window.error.take();
         self.window = None;
         match self.next_walk.take() {
             Some(walk) => self.install(walk.wait()),
