@@ -35,8 +35,9 @@ use crate::vlog::prefetch::Task;
 /// while the database's values were last seen in memory) the cursor walks the index ahead in
 /// windows of growing size, starts loading the windows' values that are not in memory and reads
 /// those on the database's prefetch threads. Halfway through a window the next one is walked on
-/// a prefetch thread while the rest of the current one is consumed. Results are exactly those of a cursor without read-ahead; a seek or
-/// a change of direction drops the read-ahead.
+/// a prefetch thread while the rest of the current one is consumed; a window with no separated
+/// values is not followed by another until the cursor reaches one. Results are exactly those of a
+/// cursor without read-ahead; a seek or a change of direction drops the read-ahead.
 ///
 /// [`value`]: DbIterator::value
 /// [`read_value`]: DbIterator::read_value
@@ -343,9 +344,9 @@ impl DbIterator {
     ///
     /// A window without separated values has nothing to read: walking ahead then only copies
     /// keys and values into the window on another thread, which costs more than stepping the
-    /// cursor in place (measured 1.4x slower at 100 B values in memory, `docs/results/baseline.md`). So no next window is
-    /// walked; when this one is consumed the cursor steps on its own, and read-ahead resumes
-    /// once it lands on a separated value.
+    /// cursor in place (1.4x slower at 100 B values in memory, `docs/results/baseline.md`). So
+    /// no next window is walked; when this one is consumed the cursor steps on its own, and
+    /// read-ahead resumes once it lands on a separated value.
     fn start_next_walk_if_due(&mut self) {
         let Some(window) = &self.window else { return };
         if window.requests.is_empty() && !window.entries.is_empty() {

@@ -194,7 +194,11 @@ fn worker(shared: &PoolShared) {
 /// [`RandomAccessFile::read_uncached`]: crate::fs::RandomAccessFile::read_uncached
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadPath {
+    /// `pread` through the page cache.
     PageCache,
+    /// [`RandomAccessFile::read_uncached`]: `O_DIRECT` where the file system allows it.
+    ///
+    /// [`RandomAccessFile::read_uncached`]: crate::fs::RandomAccessFile::read_uncached
     Direct,
 }
 
@@ -284,9 +288,9 @@ impl ValueLog {
     }
 
     /// Reads the values of `requests[i]` for every `i` in `indices` (sorted by position), with one
-    /// positioned read per run of nearby records, along `path`. Returns one entry per index, `None` where the
-    /// value could not be prefetched (unflushed bytes, a segment that is gone, an I/O error, a
-    /// record that fails validation): the caller reads those with [`ValueLog::read`].
+    /// positioned read along `path` per run of nearby records. Returns one entry per index, `None`
+    /// where the value could not be prefetched (unflushed bytes, a segment that is gone, an I/O
+    /// error, a record that fails validation): the caller reads those with [`ValueLog::read`].
     pub fn read_values(
         &self,
         keys: &Bytes,
