@@ -365,6 +365,14 @@ fn scan_until_error(db: &Db, prefetch: bool, forward: bool, ctx: &str) -> (Vec<V
     }
 }
 
+/// A scan with prefetch and one without both report the damage, after the same keys.
+fn assert_damage_surfaces_alike(db: &Db, forward: bool, ctx: &str) {
+    let plain = scan_until_error(db, false, forward, ctx);
+    let fast = scan_until_error(db, true, forward, ctx);
+    assert!(plain.1, "{ctx}: the damage must be reported");
+    assert_eq!(fast, plain, "{ctx}");
+}
+
 #[test]
 fn damaged_value_surfaces_at_the_same_key_with_and_without_prefetch() -> Result<()> {
     for kind in index_kinds() {
@@ -387,10 +395,7 @@ fn damaged_value_surfaces_at_the_same_key(kind: IndexKind) -> Result<()> {
     for (forward, uncached) in [(true, false), (false, false), (true, true), (false, true)] {
         mem.set_uncached(uncached);
         let ctx = format!("{kind:?} forward {forward} uncached {uncached}");
-        let plain = scan_until_error(&db, false, forward, &ctx);
-        let fast = scan_until_error(&db, true, forward, &ctx);
-        assert!(plain.1, "{ctx}: the damage must be reported");
-        assert_eq!(fast, plain, "{ctx}");
+        assert_damage_surfaces_alike(&db, forward, &ctx);
     }
     Ok(())
 }
@@ -417,10 +422,7 @@ fn damaged_table_under_inline_values_surfaces_at_the_same_key_with_and_without_p
     let db = Db::open("/db", opts)?;
     for forward in [true, false] {
         let ctx = format!("forward {forward}");
-        let plain = scan_until_error(&db, false, forward, &ctx);
-        let fast = scan_until_error(&db, true, forward, &ctx);
-        assert!(plain.1, "{ctx}: the damage must be reported");
-        assert_eq!(fast, plain, "{ctx}");
+        assert_damage_surfaces_alike(&db, forward, &ctx);
     }
     Ok(())
 }

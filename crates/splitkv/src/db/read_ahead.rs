@@ -157,8 +157,8 @@ pub(super) struct WalkPlan {
 }
 
 /// Of a window's value reads, those that may wait on the device (on [`ReadPath::PageCache`] their
-/// loads are started by [`ValueLog::will_need`]); only these go to the pool, since copying a value that is in memory
-/// costs less than handing it to another thread. With `sample`, set while the values recent walks
+/// loads are started by [`ValueLog::will_need`]); only these go to the pool, since copying a
+/// value that is in memory costs less than handing it to another thread. With `sample`, set while the values recent walks
 /// checked were all in memory, only every [`RESIDENCY_SAMPLE`]th value is checked, and the rest
 /// only if a sampled one is not in memory: a cached scan pays one check in that many.
 pub(super) fn uncached_requests(
