@@ -265,6 +265,11 @@ impl RandomAccessFile for FaultyRandomAccessFile {
         self.inner.read_exact_at(offset, buf)
     }
 
+    fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.injector.lock().check(FaultKind::Read, &self.path)?;
+        self.inner.read_vec(offset, len)
+    }
+
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.injector.lock().check(FaultKind::Read, &self.path)?;
         self.inner.read_exact_at_cold(offset, buf)

@@ -64,6 +64,15 @@ pub trait WritableFile: Send {
 pub trait RandomAccessFile: Send + Sync {
     /// Fills `buf` from `offset`; an attempt to read past the end is an `UnexpectedEof` I/O error.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// The `len` bytes at `offset`, as an owned buffer; an attempt to read past the end is an
+    /// `UnexpectedEof` I/O error. An implementation that serves reads from a memory map copies
+    /// the bytes out of it into a new buffer, without zeroing the buffer first (a table's blocks
+    /// are read this way: zeroing them was 4.6% of a 100 B scan's instructions).
+    fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0; len];
+        self.read_exact_at(offset, &mut buf)?;
+        Ok(buf)
+    }
     /// [`RandomAccessFile::read_exact_at`] for bytes that are probably not in memory (a
     /// prefetch of values found uncached). An implementation that serves reads from a memory
     /// map reads these with a system call instead: a fault brings in one page at a time and

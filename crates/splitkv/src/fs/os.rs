@@ -90,18 +90,21 @@ struct OsRandomAccessFile {
 
 impl RandomAccessFile for OsRandomAccessFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        if let Some(map) = &self.map {
-            let mapped = usize::try_from(offset)
-                .ok()
-                .and_then(|start| Some(start..start.checked_add(buf.len())?))
-                .and_then(|range| map.get(range));
-            if let Some(bytes) = mapped {
-                buf.copy_from_slice(bytes);
-                return Ok(());
-            }
+        if let Some(bytes) = self.mapped(offset, buf.len()) {
+            buf.copy_from_slice(bytes);
+            return Ok(());
         }
         self.file.read_exact_at(buf, offset)?;
         Ok(())
+    }
+
+    fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        if let Some(bytes) = self.mapped(offset, len) {
+            return Ok(bytes.to_vec());
+        }
+        let mut buf = vec![0; len];
+        self.file.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
     }
 
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
@@ -163,6 +166,12 @@ fn fadvise(file: &File, offset: libc::off_t, len: libc::off_t, advice: libc::c_i
 }
 
 impl OsRandomAccessFile {
+    /// The `len` mapped bytes at `offset`, if the map (the file as of opening) holds them all.
+    fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let start = usize::try_from(offset).ok()?;
+        self.map.as_ref()?.get(start..start.checked_add(len)?)
+    }
+
     /// Whether every page of `[offset, offset + len)` is in the page cache; `None` if the kernel
     /// does not say. `cachestat(2)` (Linux 6.5) answers for any range of the file; older kernels
     /// answer through `mincore(2)` for the mapped part only.

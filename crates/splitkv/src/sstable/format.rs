@@ -190,8 +190,7 @@ pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: Block
         .ok()
         .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
         .ok_or_else(|| corrupt(format!("block size {} is too large", handle.size)))?;
-    let mut buf = vec![0u8; stored_len];
-    file.read_exact_at(handle.offset, &mut buf).map_err(|e| match e {
+    let mut buf = file.read_vec(handle.offset, stored_len).map_err(|e| match e {
         Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
             corrupt(format!("block of {stored_len} bytes runs past the end of the file"))
         }
