@@ -67,7 +67,7 @@ pub trait RandomAccessFile: Send + Sync {
     /// The `len` bytes at `offset`, as an owned buffer; an attempt to read past the end is an
     /// `UnexpectedEof` I/O error. An implementation that serves reads from a memory map copies
     /// the bytes out of it into a new buffer, without zeroing the buffer first (a table's blocks
-    /// are read this way: zeroing them was 4.6% of a 100 B scan's instructions).
+    /// are read this way: zeroing them was about 3% of the instructions of a 100 B scan).
     fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut buf = vec![0; len];
         self.read_exact_at(offset, &mut buf)?;
