@@ -41,6 +41,8 @@ case ${MODE:-main} in
         scan=(--use_existing_db=1 --benchmarks=readseq,readseq)
         ;;
     capped_sequence) scan=(--reads=200000 --benchmarks=fillrandom,rewritelog,readseq,readseq) ;;
+    main) ;;
+    *) echo "unknown MODE=$MODE (main, capped_scan or capped_sequence)" >&2; exit 2 ;;
 esac
 if [[ ${MODE:-main} != main ]]; then
     for round in $(seq 1 "$ROUNDS"); do

@@ -22,7 +22,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use aligned_vec::{AVec, ConstAlign};
@@ -78,7 +78,7 @@ impl DirectFile {
     }
 }
 
-fn open_direct(path: &PathBuf) -> Option<File> {
+fn open_direct(path: &Path) -> Option<File> {
     OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path).ok()
 }
 

@@ -86,9 +86,7 @@ pub trait RandomAccessFile: Send + Sync {
     /// past the cache where it can (`O_DIRECT`): caching them would cost CPU to add and reclaim
     /// pages, and under memory pressure push out pages still to be used.
     fn read_uncached(&self, offset: u64, len: usize) -> Result<Bytes> {
-        let mut buf = vec![0; len];
-        self.read_exact_at_cold(offset, &mut buf)?;
-        Ok(Bytes::from(buf))
+        read_cold(self, offset, len)
     }
     /// Current length of the file.
     fn len(&self) -> Result<u64>;
@@ -214,6 +212,14 @@ pub trait FileSystem: Send + Sync + 'static {
     /// caller makes a new file's directory entry durable with `sync_dir`. The file must not be
     /// truncated while it is mapped.
     fn map(&self, path: &Path, len: u64) -> Result<Box<dyn MappedFile>>;
+}
+
+/// The `len` bytes at `offset` of `file`, read with [`RandomAccessFile::read_exact_at_cold`]:
+/// the page-cache path of values found not in memory.
+pub(crate) fn read_cold(file: &(impl RandomAccessFile + ?Sized), offset: u64, len: usize) -> Result<Bytes> {
+    let mut buf = vec![0; len];
+    file.read_exact_at_cold(offset, &mut buf)?;
+    Ok(Bytes::from(buf))
 }
 
 /// Joins a directory and a file name.

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::direct::DirectFile;
-use super::{AccessPattern, FileLock, FileSystem, MappedFile, RandomAccessFile, WritableFile};
+use super::{read_cold, AccessPattern, FileLock, FileSystem, MappedFile, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 const WRITE_BUFFER: usize = 64 * 1024;
@@ -113,12 +113,10 @@ impl RandomAccessFile for OsRandomAccessFile {
     }
 
     fn read_uncached(&self, offset: u64, len: usize) -> Result<Bytes> {
-        if let Some(bytes) = self.direct.read(offset, len)? {
-            return Ok(bytes);
+        match self.direct.read(offset, len)? {
+            Some(bytes) => Ok(bytes),
+            None => read_cold(self, offset, len),
         }
-        let mut buf = vec![0; len];
-        self.file.read_exact_at(&mut buf, offset)?;
-        Ok(Bytes::from(buf))
     }
 
     fn len(&self) -> Result<u64> {

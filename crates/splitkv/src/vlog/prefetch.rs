@@ -29,6 +29,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::record::{check_record, decode_record_header, header_bytes, SEGMENT_HEADER_LEN};
 use super::ValueLog;
+use crate::fs::read_cold;
 use crate::types::ValuePointer;
 
 /// Records closer than this in one segment are read with the gap in between.
@@ -337,16 +338,13 @@ impl ValueLog {
             return None;
         }
         let len = usize::try_from(end - first.offset).ok()?;
+        // Only values found not in memory come here: read them with a system call, not through
+        // the map (see `RandomAccessFile::read_exact_at_cold`), or past the page cache.
         let bytes = match path {
-            ReadPath::Direct => segment.file.read_uncached(first.offset, len).ok()?,
-            ReadPath::PageCache => {
-                let mut bytes = vec![0u8; len];
-                // Only values found not in memory come here: read them with a system call, not
-                // through the map (see `RandomAccessFile::read_exact_at_cold`).
-                segment.file.read_exact_at_cold(first.offset, &mut bytes).ok()?;
-                Bytes::from(bytes)
-            }
+            ReadPath::Direct => segment.file.read_uncached(first.offset, len),
+            ReadPath::PageCache => read_cold(&*segment.file, first.offset, len),
         };
+        let bytes = bytes.ok()?;
         Some((bytes, segment.version))
     }
 }
