@@ -17,11 +17,16 @@ fn gc_options(kind: IndexKind, policy: GcPolicyKind) -> Options {
 
 /// Writes `rounds` versions of `keys` keys; returns the value seed of each key's last version.
 fn overwrite(db: &Db, keys: u64, rounds: u64) -> Result<Vec<u64>> {
+    overwrite_sized(db, keys, rounds, |_| 700)
+}
+
+/// Like [`overwrite`], with the value of seed `s` `len(s)` bytes long.
+fn overwrite_sized(db: &Db, keys: u64, rounds: u64, len: impl Fn(u64) -> usize) -> Result<Vec<u64>> {
     let mut last = vec![0; keys as usize];
     for round in 0..rounds {
         for k in 0..keys {
             let seed = round * keys + k;
-            db.put(key(k), value_for(seed, 700))?;
+            db.put(key(k), value_for(seed, len(seed)))?;
             last[k as usize] = seed;
         }
     }
@@ -186,16 +191,33 @@ enum GcCrashCase {
     KeyOrderRewrite,
     /// Background-style steps that rewrite each victim's survivors sorted by key.
     KeyOrderSteps,
+    /// `run_gc` over a log of mostly inline values: the segments the index never pointed into
+    /// are released unread, the others copied.
+    MostlyInline,
 }
 
 impl GcCrashCase {
     fn options(self, kind: IndexKind) -> Options {
         let punch = matches!(self, GcCrashCase::PunchWithSnapshot);
         let key_order = matches!(self, GcCrashCase::KeyOrderRewrite | GcCrashCase::KeyOrderSteps);
+        let base = gc_options(kind, GcPolicyKind::Greedy);
         Options {
             gc_punch_holes: punch,
             gc_rewrite_order: if key_order { GcRewriteOrder::Key } else { GcRewriteOrder::Segment },
-            ..gc_options(kind, GcPolicyKind::Greedy)
+            // Small values fill segments more slowly: smaller ones, so that there are several.
+            segment_size: if matches!(self, GcCrashCase::MostlyInline) { 16 << 10 } else { base.segment_size },
+            ..base
+        }
+    }
+
+    /// Length of the value of seed `seed` (see [`overwrite_sized`]): separated (700 bytes),
+    /// except in `MostlyInline`, where only a few of the last round's are (seeds from 600 on,
+    /// 200 keys a round) and the earlier rounds fill segments of inline values only.
+    fn value_len(self, seed: u64) -> usize {
+        if matches!(self, GcCrashCase::MostlyInline) && (seed < 600 || seed % 64 != 0) {
+            100
+        } else {
+            700
         }
     }
 }
@@ -249,6 +271,7 @@ fn crash_at_every_io_point_of_gc_loses_nothing() -> Result<()> {
             GcCrashCase::PunchWithSnapshot,
             GcCrashCase::KeyOrderRewrite,
             GcCrashCase::KeyOrderSteps,
+            GcCrashCase::MostlyInline,
         ] {
             if matches!(case, GcCrashCase::KeyOrderRewrite) && kind != IndexKind::Lsm {
                 continue;
@@ -264,7 +287,7 @@ fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<(
     let setup = |env: &CrashEnv| -> Result<(Db, Vec<u64>, Option<splitkv::Snapshot>)> {
         let db = Db::open("/db", env.options(case.options(kind)))?;
         let snapshot = matches!(case, GcCrashCase::PunchWithSnapshot).then(|| db.snapshot());
-        let mut last = overwrite(&db, 200, 4)?;
+        let mut last = overwrite_sized(&db, 200, 4, |seed| case.value_len(seed))?;
         db.delete(key(7))?;
         db.compact_range(None, None)?;
         if let GcCrashCase::UnflushedMemtable | GcCrashCase::KeyOrderSteps = case {
@@ -309,7 +332,8 @@ fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<(
         assert_eq!(db.get(b"marker")?.as_deref(), Some(&b"synced"[..]), "{ctx}");
         for k in (0..200u64).filter(|k| *k != 7) {
             let got = db.get(key(k)).unwrap_or_else(|e| panic!("{ctx}: key {k}: {e}"));
-            assert_eq!(got.map(|v| v.to_vec()), Some(value_for(last[k as usize], 700)), "{ctx}: key {k}");
+            let want = value_for(last[k as usize], case.value_len(last[k as usize]));
+            assert_eq!(got.map(|v| v.to_vec()), Some(want), "{ctx}: key {k}");
         }
         // GC can finish after recovery, and a second pass finds every scan still readable.
         db.run_gc().unwrap_or_else(|e| panic!("{ctx}: gc after recovery: {e}"));
@@ -412,6 +436,77 @@ fn relocations_count_as_engine_writes_not_user_writes() -> Result<()> {
         let stats = db.stats();
         assert_eq!(stats.user_bytes_written, user_before, "{kind:?}: GC rewrites were counted as user writes");
         assert!(stats.vlog_bytes_written >= user_before + outcome.bytes_relocated, "{kind:?}: {stats}");
+    }
+    Ok(())
+}
+
+/// Writes `rounds` versions of `keys` keys with 100-byte values (inline under `gc_options`).
+fn overwrite_small(db: &Db, keys: u64, rounds: u64) -> Result<Vec<u64>> {
+    overwrite_sized(db, keys, rounds, |_| 100)
+}
+
+fn check_small(db: &Db, last: &[u64], ctx: &str) -> Result<()> {
+    for (k, seed) in last.iter().enumerate() {
+        assert_eq!(db.get(key(k as u64))?.map(|v| v.to_vec()), Some(value_for(*seed, 100)), "{ctx}: key {k}");
+    }
+    Ok(())
+}
+
+#[test]
+fn segments_the_index_never_pointed_into_are_released_without_reading_them() -> Result<()> {
+    // With inline values the LSM keeps nothing in the log: the log is only their write-ahead
+    // log, so GC can drop its flushed segments unread. The hash index points at every record
+    // and must read them. Segments found at open may hold anything, so they are read too.
+    for kind in index_kinds() {
+        let dir = tempfile::tempdir()?;
+        let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?;
+        let last = overwrite_small(&db, 300, 8)?;
+        let before = db.stats().vlog_bytes();
+        let outcome = db.run_gc()?;
+        let after = db.stats().vlog_bytes();
+        assert!(!outcome.segments_released.is_empty(), "{kind:?}: nothing released: {outcome:?}");
+        assert!(after * 2 < before, "{kind:?}: log only shrank from {before} to {after}");
+        match kind {
+            IndexKind::Lsm => {
+                assert_eq!(outcome.bytes_read, 0, "{kind:?}: GC read segments of inline values");
+                assert_eq!(outcome.records_relocated, 0, "{kind:?}: GC relocated inline values");
+            }
+            _ => assert!(outcome.bytes_read > 0, "{kind:?}: GC released segments its index points into unread"),
+        }
+        check_small(&db, &last, &format!("{kind:?} index, after gc"))?;
+
+        // Written, then reopened before GC: the new process knows nothing of those segments.
+        let last = overwrite_small(&db, 300, 8)?;
+        drop(db);
+        let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?;
+        check_small(&db, &last, &format!("{kind:?} index, reopened"))?;
+        let outcome = db.run_gc()?;
+        assert!(!outcome.segments_released.is_empty(), "{kind:?} reopened: nothing released: {outcome:?}");
+        assert!(outcome.bytes_read > 0, "{kind:?} reopened: GC released segments from before the open unread");
+        check_small(&db, &last, &format!("{kind:?} index, reopened, after gc"))?;
+        drop(db);
+        let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?;
+        check_small(&db, &last, &format!("{kind:?} index, reopened twice"))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_segment_with_one_separated_value_among_inline_ones_is_read_and_keeps_it() -> Result<()> {
+    for kind in index_kinds() {
+        let dir = tempfile::tempdir()?;
+        let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?;
+        overwrite_small(&db, 300, 2)?;
+        db.put(key(1_000), value_for(7, 700))?;
+        let last = overwrite_small(&db, 300, 2)?;
+        let outcome = db.run_gc()?;
+        assert!(outcome.bytes_read > 0, "{kind:?}: the segment holding a pointer target was not read");
+        assert_eq!(db.get(key(1_000))?.map(|v| v.to_vec()), Some(value_for(7, 700)), "{kind:?}");
+        check_small(&db, &last, &format!("{kind:?} index"))?;
+        drop(db);
+        let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?;
+        assert_eq!(db.get(key(1_000))?.map(|v| v.to_vec()), Some(value_for(7, 700)), "{kind:?} reopened");
+        check_small(&db, &last, &format!("{kind:?} index, reopened"))?;
     }
     Ok(())
 }

@@ -381,6 +381,10 @@ impl GcHost for DbInner {
         SequenceNumber(self.last_sequence.load(Ordering::Acquire))
     }
 
+    fn may_be_referenced(&self, id: SegmentId) -> bool {
+        self.vlog.may_be_referenced(id)
+    }
+
     fn relocate(&self, records: Vec<ReplayedRecord>, current_at: SequenceNumber) -> Result<SequenceNumber> {
         self.submit_relocations(records.iter().map(|r| (&r.key[..], &r.value[..], r.pointer)), current_at)?;
         // The victim's other records are dead because newer writes shadow them; those writes

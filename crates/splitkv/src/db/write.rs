@@ -305,12 +305,21 @@ impl DbInner {
             tally.user_keys += batch.len() as u64;
         }
         let threshold = self.options.value_threshold;
+        let mut referenced = None;
         for (rec, ptr) in records.iter().zip(pointers) {
             let record = IndexRecord::from_log(rec.key, rec.seq, rec.kind, rec.value, ptr, threshold);
             if let IndexEntry::Pointer(p) = record.entry {
                 tally.separated_bytes += u64::from(p.len);
             }
+            if self.index.keeps_log_pointer(&record) {
+                referenced = Some(ptr.segment);
+            }
             index_records.push(record);
+        }
+        // A batch sits in one segment. Marked before the index holds the pointers, so GC, which
+        // asks only once the segment's records are applied, never sees the mark missing.
+        if let Some(segment) = referenced {
+            self.vlog.note_referenced(segment);
         }
         Ok(())
     }

@@ -217,6 +217,12 @@ pub trait Index: Send + Sync {
         applied_before: SegmentId,
         record: &mut dyn FnMut(&LiveCount) -> Result<()>,
     ) -> Result<()>;
+    /// True if the index keeps `record`'s log pointer once applied, so that its log record stays
+    /// live until superseded. The LSM keeps only separated values' pointers (inline values and
+    /// deletes live in its tables); the hash index keeps every record's.
+    fn keeps_log_pointer(&self, record: &IndexRecord<'_>) -> bool {
+        !record.log_bytes_die_with_index()
+    }
     /// True if the index charges every version it supersedes as garbage when it happens (the
     /// hash index does, at each checkpoint), so periodic garbage surveys would find nothing new.
     /// An LSM learns most garbage only when compaction drops versions, and answers `false`.

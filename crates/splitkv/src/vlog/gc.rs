@@ -87,6 +87,9 @@ pub trait GcHost: Send + Sync {
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool>;
     /// Statistics of the segments eligible for GC (entirely before the log head, not active).
     fn eligible_segments(&self) -> Result<Vec<SegmentStats>>;
+    /// False if the index is known never to have pointed into segment `id` (see
+    /// [`crate::vlog::ValueLog::may_be_referenced`]): once eligible, all of it is garbage.
+    fn may_be_referenced(&self, id: SegmentId) -> bool;
     /// The runs of dead records of segment `id` that scans skip (sorted, disjoint).
     fn skipped_ranges(&self, id: SegmentId) -> Vec<(u64, u64)>;
     /// Bytes the value log occupies on the medium: segment lengths minus punched holes.
@@ -462,7 +465,13 @@ impl GarbageCollector {
         let (fs, dir) = host.files();
         let path = segment_file(dir, victim.id);
         let skipped = host.skipped_ranges(victim.id);
-        let mut scan = scan_victim(fs, &path, &skipped, host)?;
+        // A segment nothing ever pointed into (a log of inline values is only a write-ahead
+        // log) needs no scan: no record can be live, and releasing beats punching.
+        let mut scan = if host.may_be_referenced(victim.id) {
+            scan_victim(fs, &path, &skipped, host)?
+        } else {
+            VictimScan { live: Vec::new(), current_at: host.visible_sequence(), dead: Vec::new(), bytes_read: 0 }
+        };
         outcome.bytes_read = scan.bytes_read;
 
         let mostly_holes = (victim.skipped_bytes as f64) > 0.75 * victim.size as f64;

@@ -35,7 +35,7 @@ mod replay;
 mod segment;
 mod writer;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -119,6 +119,13 @@ pub struct ValueLog {
     segments: RwLock<HashMap<SegmentId, Arc<Segment>>>,
     writer: Mutex<Writer>,
     bytes_written: AtomicU64,
+    /// Segments created by this process into which the index holds no pointer: every record
+    /// the write path put there was applied inline or as a delete (see
+    /// [`ValueLog::note_referenced`]). A segment found at open may hold anything and is never here.
+    unreferenced: Mutex<HashSet<SegmentId>>,
+    /// The segment last passed to [`ValueLog::note_referenced`], so that marking it again costs
+    /// one atomic load instead of a lock.
+    last_referenced: AtomicU64,
     /// Opened with [`ValueLog::open_read_only`]: nothing is ever written, truncated or removed.
     read_only: bool,
 }
@@ -182,6 +189,8 @@ impl ValueLog {
             segments: RwLock::new(segments),
             writer: Mutex::new(Writer::new(next_id, opts.buffer_size)),
             bytes_written: AtomicU64::new(0),
+            unreferenced: Mutex::new(HashSet::new()),
+            last_referenced: AtomicU64::new(0),
             read_only,
         })
     }
@@ -264,8 +273,24 @@ impl ValueLog {
             self.reopen_sealed(&sealed);
         }
         let segment = w.start_segment(self.fs.as_ref(), &self.dir, &self.bytes_written)?;
+        self.unreferenced.lock().insert(segment.id);
         self.segments.write().insert(segment.id, segment);
         Ok(())
+    }
+
+    /// Records that the index may now hold a pointer into segment `id`. The write path calls it
+    /// for every batch it applies as pointers, before applying it; GC asks
+    /// [`ValueLog::may_be_referenced`] only of segments whose records were all applied.
+    pub fn note_referenced(&self, id: SegmentId) {
+        if self.last_referenced.swap(id.0, Ordering::AcqRel) != id.0 {
+            self.unreferenced.lock().remove(&id);
+        }
+    }
+
+    /// False if the index is known to hold no pointer into segment `id`: its records are all
+    /// garbage once applied and flushed, and GC may release it without reading it.
+    pub fn may_be_referenced(&self, id: SegmentId) -> bool {
+        !self.unreferenced.lock().contains(&id)
     }
 
     /// Swaps a just-sealed segment's reader for a fresh one: the file will not change again, so
@@ -455,6 +480,7 @@ impl ValueLog {
         }
         self.fs.remove(&segment.path)?;
         self.segments.write().remove(&id);
+        self.unreferenced.lock().remove(&id);
         self.fs.sync_dir(&self.dir)
     }
 
