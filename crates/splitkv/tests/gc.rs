@@ -214,7 +214,7 @@ impl GcCrashCase {
     /// except in `MostlyInline`, where only a few of the last round's are (seeds from 600 on,
     /// 200 keys a round) and the earlier rounds fill segments of inline values only.
     fn value_len(self, seed: u64) -> usize {
-        if matches!(self, GcCrashCase::MostlyInline) && (seed < 600 || seed % 64 != 0) {
+        if matches!(self, GcCrashCase::MostlyInline) && (seed < 600 || !seed.is_multiple_of(64)) {
             100
         } else {
             700
