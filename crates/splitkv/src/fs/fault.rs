@@ -270,6 +270,11 @@ impl RandomAccessFile for FaultyRandomAccessFile {
         self.inner.read_vec(offset, len)
     }
 
+    fn read_shared(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.injector.lock().check(FaultKind::Read, &self.path)?;
+        self.inner.read_shared(offset, len)
+    }
+
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.injector.lock().check(FaultKind::Read, &self.path)?;
         self.inner.read_exact_at_cold(offset, buf)

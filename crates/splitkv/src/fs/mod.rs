@@ -73,6 +73,15 @@ pub trait RandomAccessFile: Send + Sync {
         self.read_exact_at(offset, &mut buf)?;
         Ok(buf)
     }
+    /// The `len` bytes at `offset`, to be used now and let go; an attempt to read past the end
+    /// is an `UnexpectedEof` I/O error. An implementation that serves reads from a memory map
+    /// returns a slice of the map itself, without copying: the slice keeps the whole map (and a
+    /// deleted file's space) alive, and bytes the kernel evicts and reads back are not the
+    /// bytes a caller once checked, so nothing should keep it long (a long scan's table blocks
+    /// are read this way; blocks the block cache keeps come from [`RandomAccessFile::read_vec`]).
+    fn read_shared(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.read_vec(offset, len).map(Bytes::from)
+    }
     /// [`RandomAccessFile::read_exact_at`] for bytes that are probably not in memory (a
     /// prefetch of values found uncached). An implementation that serves reads from a memory
     /// map reads these with a system call instead: a fault brings in one page at a time and

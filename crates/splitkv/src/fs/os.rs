@@ -83,7 +83,10 @@ impl WritableFile for OsWritableFile {
 struct OsRandomAccessFile {
     file: File,
     /// The file's bytes as of opening, if it was non-empty and could be mapped.
-    map: Option<memmap2::Mmap>,
+    map: Option<Arc<memmap2::Mmap>>,
+    /// The same map as shared bytes, which reads copy from or, in
+    /// [`RandomAccessFile::read_shared`], slice.
+    shared: Option<Bytes>,
     /// The handle [`RandomAccessFile::read_uncached`] reads through.
     direct: DirectFile,
 }
@@ -105,6 +108,13 @@ impl RandomAccessFile for OsRandomAccessFile {
         let mut buf = vec![0; len];
         self.file.read_exact_at(&mut buf, offset)?;
         Ok(buf)
+    }
+
+    fn read_shared(&self, offset: u64, len: usize) -> Result<Bytes> {
+        if let Some((shared, range)) = self.shared.as_ref().zip(self.mapped_range(offset, len)) {
+            return Ok(shared.slice(range));
+        }
+        self.read_vec(offset, len).map(Bytes::from)
     }
 
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
@@ -163,11 +173,26 @@ fn fadvise(file: &File, offset: libc::off_t, len: libc::off_t, advice: libc::c_i
     }
 }
 
+/// A file's map as the owner of [`Bytes`] sliced from it: the map lives while any slice does.
+struct SharedMap(Arc<memmap2::Mmap>);
+
+impl AsRef<[u8]> for SharedMap {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 impl OsRandomAccessFile {
     /// The `len` mapped bytes at `offset`, if the map (the file as of opening) holds them all.
     fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        self.shared.as_ref()?.get(self.mapped_range(offset, len)?)
+    }
+
+    /// `[offset, offset + len)` as a range of the map, if the map holds all of it.
+    fn mapped_range(&self, offset: u64, len: usize) -> Option<std::ops::Range<usize>> {
         let start = usize::try_from(offset).ok()?;
-        self.map.as_ref()?.get(start..start.checked_add(len)?)
+        let end = start.checked_add(len)?;
+        (end <= self.shared.as_ref()?.len()).then_some(start..end)
     }
 
     /// Whether every page of `[offset, offset + len)` is in the page cache; `None` if the kernel
@@ -275,11 +300,12 @@ impl FileSystem for OsFileSystem {
             // reads mapped bytes past a file's current end (see the module header), so no read
             // faults on a page that is no longer backed by the file. A failed map falls back to
             // `pread`.
-            unsafe { memmap2::Mmap::map(&file) }.ok()
+            unsafe { memmap2::Mmap::map(&file) }.ok().map(Arc::new)
         } else {
             None
         };
-        Ok(Arc::new(OsRandomAccessFile { file, map, direct: DirectFile::new(path.to_path_buf()) }))
+        let shared = map.as_ref().map(|m| Bytes::from_owner(SharedMap(Arc::clone(m))));
+        Ok(Arc::new(OsRandomAccessFile { file, map, shared, direct: DirectFile::new(path.to_path_buf()) }))
     }
 
     fn open_may_shrink(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -287,6 +313,7 @@ impl FileSystem for OsFileSystem {
         Ok(Arc::new(OsRandomAccessFile {
             file: File::open(path)?,
             map: None,
+            shared: None,
             direct: DirectFile::new(path.to_path_buf()),
         }))
     }
@@ -412,6 +439,32 @@ mod tests {
         assert!(OsFileSystem.hard_link(&a, &b).is_err(), "the new name must not exist");
         OsFileSystem.remove(&a)?;
         assert_eq!(OsFileSystem.link_count(&b)?, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn shared_reads_slice_the_map_and_outlive_the_handle_and_the_name() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let mut file = OsFileSystem.create(&path)?;
+        file.append(&data)?;
+        file.sync()?;
+        let reader = OsFileSystem.open(&path)?;
+        let (a, b) = (reader.read_shared(5000, 4096)?, reader.read_shared(5000, 4096)?);
+        assert_eq!(&a[..], &data[5000..9096]);
+        assert_eq!(a.as_ptr(), b.as_ptr(), "two shared reads of the same bytes should be one slice of the map");
+        let copy = reader.read_vec(5000, 4096)?;
+        assert_eq!(copy, &a[..]);
+        assert_ne!(copy.as_ptr(), a.as_ptr(), "read_vec must copy");
+        match reader.read_shared(19_000, 4096) {
+            Err(Error::Io(e)) => assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof),
+            other => panic!("a read past the end returned {other:?}"),
+        }
+        // The slice keeps the map: readable after the handle is gone and the file deleted.
+        drop(reader);
+        OsFileSystem.remove(&path)?;
+        assert_eq!(&a[..], &data[5000..9096]);
         Ok(())
     }
 

@@ -183,25 +183,31 @@ pub(crate) fn block_trailer(body: &[u8], type_byte: u8) -> [u8; BLOCK_TRAILER_LE
     t
 }
 
-/// Reads the block at `handle`, verifies its checksum and decompresses it.
-pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<Bytes> {
+/// Reads the block at `handle`, verifies its checksum and decompresses it. A block to be kept
+/// (`keep`: the block cache's, a table's index and filter) is copied out of the file; one used
+/// only now may be a slice of the file's map ([`RandomAccessFile::read_shared`]).
+pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle, keep: bool) -> Result<Bytes> {
     let corrupt = |reason: String| Error::corruption(path, handle.offset, reason);
     let stored_len = usize::try_from(handle.size)
         .ok()
         .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
         .ok_or_else(|| corrupt(format!("block size {} is too large", handle.size)))?;
-    let mut buf = file.read_vec(handle.offset, stored_len).map_err(|e| match e {
+    let read = if keep {
+        file.read_vec(handle.offset, stored_len).map(Bytes::from)
+    } else {
+        file.read_shared(handle.offset, stored_len)
+    };
+    let buf = read.map_err(|e| match e {
         Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
             corrupt(format!("block of {stored_len} bytes runs past the end of the file"))
         }
         other => other,
     })?;
-    let body_len = stored_len - BLOCK_TRAILER_LEN;
     // The checksum covers the body and the type byte; `buf` holds at least the trailer.
-    let Some((&type_byte, checked, stored_crc)) = buf
-        .split_last_chunk::<4>()
-        .and_then(|(checked, crc)| Some((checked.last()?, checked, u32::from_le_bytes(*crc))))
-    else {
+    let Some((checked, type_byte, body, stored_crc)) = buf.split_last_chunk::<4>().and_then(|(checked, crc)| {
+        let (&type_byte, body) = checked.split_last()?;
+        Some((checked, type_byte, body, u32::from_le_bytes(*crc)))
+    }) else {
         return Err(corrupt(format!("block of {stored_len} bytes is shorter than its trailer")));
     };
     let actual_crc = masked_crc(checked);
@@ -210,10 +216,9 @@ pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: Block
             "block checksum mismatch (stored {stored_crc:#010x}, computed {actual_crc:#010x})"
         )));
     }
-    buf.truncate(body_len);
     match type_byte {
-        0 => Ok(Bytes::from(buf)),
-        1 | 2 => decompress(&buf, type_byte).map(Bytes::from).map_err(corrupt),
+        0 => Ok(buf.slice_ref(body)),
+        1 | 2 => decompress(body, type_byte).map(Bytes::from).map_err(corrupt),
         other => Err(corrupt(format!("unknown block compression type {other}"))),
     }
 }

@@ -118,7 +118,7 @@ impl Table {
         })?;
         let footer =
             Footer::decode(&footer_bytes, size).map_err(|reason| Error::corruption(&path, footer_offset, reason))?;
-        let index_data = read_block(&*file, &path, footer.index)?;
+        let index_data = read_block(&*file, &path, footer.index, true)?;
         let index: Box<dyn IndexBlock> = match footer.index_kind {
             IndexBlockKind::Binary => Box::new(
                 BinaryIndex::decode(index_data, footer.filter.offset)
@@ -132,7 +132,7 @@ impl Table {
         let filter = if footer.filter.size == 0 {
             None
         } else {
-            let data = read_block(&*file, &path, footer.filter)?;
+            let data = read_block(&*file, &path, footer.filter, true)?;
             Some(BloomFilter::new(data).map_err(|reason| Error::corruption(&path, footer.filter.offset, reason))?)
         };
         let lazy_training = opts.index_block_kind == IndexBlockKind::Adaptive
@@ -307,32 +307,31 @@ impl Table {
         self.filter.as_ref().is_some_and(|f| !f.may_contain(user_key))
     }
 
-    /// Reads data block `handle`, through the block cache when there is one.
+    /// Reads data block `handle`, through the block cache when there is one; `fill_cache: false`
+    /// reads a block the cache lacks around it, as a slice of the file when it can.
     fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<Block> {
-        if let Some(cache) = &self.cache {
-            if let Some(block) = cache.get(self.number, handle.offset) {
-                return Ok(block);
-            }
+        let cache = self.cache.as_ref();
+        if let Some(block) = cache.and_then(|c| c.get(self.number, handle.offset)) {
+            return Ok(block);
         }
-        let block = self.read_data_block(handle)?;
-        if fill_cache {
-            if let Some(cache) = &self.cache {
-                cache.insert(self.number, handle.offset, block.clone());
-            }
+        let keep = fill_cache && cache.is_some();
+        let block = self.read_data_block(handle, keep)?;
+        if let Some(cache) = cache.filter(|_| keep) {
+            cache.insert(self.number, handle.offset, block.clone());
         }
         Ok(block)
     }
 
-    /// Reads and decodes data block `handle` from the file.
-    fn read_data_block(&self, handle: BlockHandle) -> Result<Block> {
-        let data = read_block(&*self.file, &self.path, handle)?;
+    /// Reads and decodes data block `handle` from the file; `keep` as in [`read_block`].
+    fn read_data_block(&self, handle: BlockHandle, keep: bool) -> Result<Block> {
+        let data = read_block(&*self.file, &self.path, handle, keep)?;
         Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))
     }
 
     /// A cursor on the first entry of data block `handle`, read around the block cache: for
     /// passes over the whole table (verification, training), which must not evict hot blocks.
     fn scan_block(&self, handle: BlockHandle) -> Result<BlockIter> {
-        let mut it = BlockIter::new(self.read_data_block(handle)?);
+        let mut it = BlockIter::new(self.read_data_block(handle, false)?);
         it.seek_to_first().map_err(|e| block_corruption(&self.path, handle.offset, e))?;
         Ok(it)
     }
@@ -351,7 +350,12 @@ impl Table {
         };
         let (_, it) = self.search(&window, lookup_ikey, fill_cache)?;
         if it.valid() && user_key(it.key()) == lookup_user_key {
-            Ok(Some(it.into_entry()))
+            let (key, value) = it.into_entry();
+            // Read around the cache, the block may be a slice of the file's map, which the
+            // caller must not keep alive through the value.
+            let kept = fill_cache && self.cache.is_some();
+            let value = if kept { value } else { Bytes::copy_from_slice(&value) };
+            Ok(Some((key, value)))
         } else {
             Ok(None)
         }
@@ -486,6 +490,10 @@ pub struct TableIterator {
     readahead: Readahead,
 }
 
+/// Blocks a table iterator loads in sequence through the block cache; it reads those after them
+/// around it (see [`Table::data_block`]).
+pub(super) const SCAN_CACHED_BLOCKS: u32 = 64;
+
 /// First and largest read-ahead of a table iterator that loads blocks in sequence.
 const FIRST_TABLE_READAHEAD: u64 = 16 << 10;
 const MAX_TABLE_READAHEAD: u64 = 256 << 10;
@@ -566,7 +574,10 @@ impl TableIterator {
         self.data = None;
         let handle = self.table.block_handle(i)?;
         self.readahead.on_load(&*self.table.file, i, handle, self.table.size);
-        let block = self.table.data_block(handle, self.fill_cache)?;
+        // A long pass reads around the cache: it would evict blocks that point reads reuse for
+        // blocks it will not come back to, and pay to insert and evict each one.
+        let fill_cache = self.fill_cache && self.readahead.sequential < SCAN_CACHED_BLOCKS;
+        let block = self.table.data_block(handle, fill_cache)?;
         self.data = Some(BlockIter::new(block));
         self.block_index = i;
         Ok(())

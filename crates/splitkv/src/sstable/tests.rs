@@ -288,6 +288,40 @@ fn block_cache_counts_hits_and_respects_fill_cache() -> Result<()> {
 }
 
 #[test]
+fn a_long_scan_reads_around_the_block_cache() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let entries = even_keys(20_000);
+    let (path, size) = build(dir.path(), "l.sst", &entries, opts(1024, CompressionType::None))?;
+    let cache = Arc::new(BlockCache::new(64 << 20));
+    let table = open(&path, 9, size, Some(Arc::clone(&cache)))?;
+    let blocks = table.num_data_blocks();
+    let cached = super::table::SCAN_CACHED_BLOCKS as usize;
+    assert!(blocks > 4 * cached, "the table has only {blocks} blocks");
+    // Only the first blocks of a pass in order go into the cache, in either direction; the rest
+    // are read past it, and every entry is still right.
+    assert!(collect_forward(&mut table.iter(true))? == entries, "a forward pass read wrong entries");
+    assert_eq!(cache.len(), cached);
+    assert!(collect_backward(&mut table.iter(true))? == entries, "a backward pass read wrong entries");
+    assert_eq!(cache.len(), 2 * cached);
+    // A point read still fills the cache, and a short pass caches all it reads.
+    let middle = seek_key(&user(20_000), SequenceNumber(MAX_SEQUENCE));
+    assert!(table.get(&middle, true)?.is_some());
+    assert_eq!(cache.len(), 2 * cached + 1);
+    let mut it = table.iter(true);
+    it.seek(&middle)?;
+    let mut read = 0;
+    while it.valid() && read < 200 {
+        read += 1;
+        it.next()?;
+    }
+    assert!(cache.len() > 2 * cached + 1 && cache.len() <= 2 * cached + 1 + cached);
+    // A value read around the cache is the caller's own copy, equal to the stored one.
+    let (_, value) = table.get(&middle, false)?.expect("the key is in the table");
+    assert_eq!(&value[..], entries[10_000].1.as_slice());
+    Ok(())
+}
+
+#[test]
 fn table_cache_opens_once_and_evicts() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let entries = even_keys(100);
