@@ -25,9 +25,9 @@
 //! write a wrong value came from.
 //!
 //! Each test runs one case: a GC mode over an index. Every mode runs over the LSM index; the
-//! hash index (SSHKV mode) runs the same modes except `copy-all-separated`, which differs from
-//! `copy` only in what the LSM index keeps inline (the hash index keeps every value in the
-//! log), and `key-order-rewrite`, which the hash index refuses (it keeps no key order). Its table starts at 64 buckets, so chains form and the table grows (rehash and rename)
+//! hash index (SSHKV mode) runs the same modes except `copy-all-separated` and
+//! `copy-all-inline`, which differ from `copy` only in what the LSM index keeps inline (the hash
+//! index keeps every value in the log), and `key-order-rewrite`, which the hash index refuses (it keeps no key order). Its table starts at 64 buckets, so chains form and the table grows (rehash and rename)
 //! while children are being killed. The hash index behind two request shards (`hash-sharded-`)
 //! runs `no-gc` and `copy`: its single-key batches commit on a shard's worker and the rest
 //! through group commit, so kills land in both paths and in the hand-over between them.
@@ -62,7 +62,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use splitkv::{Db, GcRewriteOrder, IndexKind, Keyspace, Options, ReadOptions, WriteBatch, WriteOptions};
 
-/// Kills per LSM case in a normal run; six modes make 120 kills.
+/// Kills per LSM case in a normal run; seven modes make 140 kills.
 const DEFAULT_ROUNDS: u32 = 20;
 /// Kills per hash-index case in a normal run: four modes make 48 more, which keeps the whole
 /// test within about one and a half times the LSM cases' run time. Soaks raise both with
@@ -138,6 +138,9 @@ enum Mode {
     Copy,
     /// As `Copy`, but every value goes to the value log (pure WiscKey).
     CopyAllSeparated,
+    /// As `Copy`, but every value stays inline: the log is only the index's write-ahead log,
+    /// and GC releases its flushed segments without reading them.
+    CopyAllInline,
     /// GC punches holes for dead ranges instead of copying.
     PunchHoles,
     /// A physical space budget drives GC, punching holes while logical space allows.
@@ -154,6 +157,7 @@ impl Mode {
             Mode::NoGc => "no-gc",
             Mode::Copy => "copy",
             Mode::CopyAllSeparated => "copy-all-separated",
+            Mode::CopyAllInline => "copy-all-inline",
             Mode::PunchHoles => "punch-holes",
             Mode::SpaceBudget => "space-budget",
             Mode::KeyOrderRewrite => "key-order-rewrite",
@@ -178,6 +182,7 @@ impl Mode {
             Mode::NoGc => Options { background_gc: false, ..small },
             Mode::Copy => small,
             Mode::CopyAllSeparated => Options { value_threshold: 0, ..small },
+            Mode::CopyAllInline => Options { value_threshold: *VALUE_LEN.end() + 1, ..small },
             Mode::PunchHoles => Options { gc_punch_holes: true, ..small },
             Mode::SpaceBudget => Options { gc_space_budget: Some(4 << 20), gc_punch_holes: true, ..small },
             Mode::KeyOrderRewrite => Options { gc_rewrite_order: GcRewriteOrder::Key, ..small },
@@ -203,10 +208,11 @@ struct Case {
 }
 
 impl Case {
-    const ALL: [Case; 12] = [
+    const ALL: [Case; 13] = [
         Case::lsm(Mode::NoGc),
         Case::lsm(Mode::Copy),
         Case::lsm(Mode::CopyAllSeparated),
+        Case::lsm(Mode::CopyAllInline),
         Case::lsm(Mode::PunchHoles),
         Case::lsm(Mode::SpaceBudget),
         Case::lsm(Mode::KeyOrderRewrite),
@@ -279,6 +285,11 @@ fn kill_during_copy_gc() {
 #[test]
 fn kill_during_copy_gc_all_values_separated() {
     run_case(Case::lsm(Mode::CopyAllSeparated));
+}
+
+#[test]
+fn kill_during_copy_gc_all_values_inline() {
+    run_case(Case::lsm(Mode::CopyAllInline));
 }
 
 #[test]
