@@ -33,11 +33,25 @@ fn overwrite_sized(db: &Db, keys: u64, rounds: u64, len: impl Fn(u64) -> usize) 
     Ok(last)
 }
 
-fn check(db: &Db, last: &[u64], ctx: &str) -> Result<()> {
+/// Writes `rounds` versions of `keys` keys with 100-byte values (inline under `gc_options`).
+fn overwrite_small(db: &Db, keys: u64, rounds: u64) -> Result<Vec<u64>> {
+    overwrite_sized(db, keys, rounds, |_| 100)
+}
+
+/// Checks that key `k` holds the `len`-byte value of seed `last[k]`.
+fn check_sized(db: &Db, last: &[u64], len: usize, ctx: &str) -> Result<()> {
     for (k, seed) in last.iter().enumerate() {
-        assert_eq!(db.get(key(k as u64))?.map(|v| v.to_vec()), Some(value_for(*seed, 700)), "{ctx}: key {k}");
+        assert_eq!(db.get(key(k as u64))?.map(|v| v.to_vec()), Some(value_for(*seed, len)), "{ctx}: key {k}");
     }
     Ok(())
+}
+
+fn check(db: &Db, last: &[u64], ctx: &str) -> Result<()> {
+    check_sized(db, last, 700, ctx)
+}
+
+fn check_small(db: &Db, last: &[u64], ctx: &str) -> Result<()> {
+    check_sized(db, last, 100, ctx)
 }
 
 #[test]
@@ -436,18 +450,6 @@ fn relocations_count_as_engine_writes_not_user_writes() -> Result<()> {
         let stats = db.stats();
         assert_eq!(stats.user_bytes_written, user_before, "{kind:?}: GC rewrites were counted as user writes");
         assert!(stats.vlog_bytes_written >= user_before + outcome.bytes_relocated, "{kind:?}: {stats}");
-    }
-    Ok(())
-}
-
-/// Writes `rounds` versions of `keys` keys with 100-byte values (inline under `gc_options`).
-fn overwrite_small(db: &Db, keys: u64, rounds: u64) -> Result<Vec<u64>> {
-    overwrite_sized(db, keys, rounds, |_| 100)
-}
-
-fn check_small(db: &Db, last: &[u64], ctx: &str) -> Result<()> {
-    for (k, seed) in last.iter().enumerate() {
-        assert_eq!(db.get(key(k as u64))?.map(|v| v.to_vec()), Some(value_for(*seed, 100)), "{ctx}: key {k}");
     }
     Ok(())
 }
