@@ -2,7 +2,8 @@
 //!
 //! Writable files buffer appends in user space (64 KiB) so that many small appends become few
 //! `write(2)` calls; `sync` is `fdatasync` after the buffer is written. Readers map the file's
-//! bytes as of opening read-only into memory and copy from the map (no system call per read);
+//! bytes as of opening read-only into memory and copy from the map (no system call per read), or,
+//! for [`RandomAccessFile::read_shared`], hand out a slice of it that keeps the map alive;
 //! bytes appended later are read with `pread`, so readers need no lock and see every byte
 //! appended after they were opened. Directory locks use `flock(LOCK_EX | LOCK_NB)`, which is
 //! released when the process dies. [`FileSystem::map`] is in `os_mapped`.

@@ -4,7 +4,9 @@
 //! Opening reads the footer, the index block and the filter block and keeps them in memory for
 //! the table's lifetime; data blocks are read on demand, through the shared [`BlockCache`] when
 //! one is given. Every block is checksum-verified when it is read from the file, so a cached block
-//! has been verified once.
+//! has been verified once. Blocks the cache keeps are copies; a block read around the cache (a
+//! long scan's, past its first [`SCAN_CACHED_BLOCKS`] in sequence, or any read with
+//! `fill_cache: false`) may be a slice of the file's map, used while the cursor is on it.
 //!
 //! Thread-safety: a [`Table`] is `Send + Sync` and shared as `Arc<Table>`; lookups take `&self`
 //! and never lock. A [`TableIterator`] owns an `Arc<Table>` and has one owner.
@@ -351,8 +353,8 @@ impl Table {
         let (_, it) = self.search(&window, lookup_ikey, fill_cache)?;
         if it.valid() && user_key(it.key()) == lookup_user_key {
             let (key, value) = it.into_entry();
-            // Read around the cache, the block may be a slice of the file's map, which the
-            // caller must not keep alive through the value.
+            // A block read around the cache may be a slice of the file's map, which the caller
+            // must not keep alive through the value.
             let kept = fill_cache && self.cache.is_some();
             let value = if kept { value } else { Bytes::copy_from_slice(&value) };
             Ok(Some((key, value)))
