@@ -218,10 +218,12 @@ pub trait Index: Send + Sync {
         record: &mut dyn FnMut(&LiveCount) -> Result<()>,
     ) -> Result<()>;
     /// True if the index keeps `record`'s log pointer once applied, so that its log record stays
-    /// live until superseded. The LSM keeps only separated values' pointers (inline values and
-    /// deletes live in its tables); the hash index keeps every record's.
-    fn keeps_log_pointer(&self, record: &IndexRecord<'_>) -> bool {
-        !record.log_bytes_die_with_index()
+    /// live until superseded. A segment into which no applied record's pointer was kept is
+    /// released by GC without being read, so an index answers `false` only for records it
+    /// never reads from the log (the LSM: inline values and deletes, which live in its tables);
+    /// the default keeps every pointer, as the hash index does.
+    fn keeps_log_pointer(&self, _record: &IndexRecord<'_>) -> bool {
+        true
     }
     /// True if the index charges every version it supersedes as garbage when it happens (the
     /// hash index does, at each checkpoint), so periodic garbage surveys would find nothing new.

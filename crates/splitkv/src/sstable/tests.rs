@@ -287,20 +287,76 @@ fn block_cache_counts_hits_and_respects_fill_cache() -> Result<()> {
     Ok(())
 }
 
+/// A table file that counts copying reads and remembers where each shared read points.
+struct CountingFile {
+    inner: Arc<dyn RandomAccessFile>,
+    copies: std::sync::atomic::AtomicUsize,
+    shared: parking_lot::Mutex<Vec<std::ops::Range<usize>>>,
+}
+
+impl CountingFile {
+    fn copies(&self) -> usize {
+        self.copies.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn shared_reads(&self) -> usize {
+        self.shared.lock().len()
+    }
+
+    /// True if `bytes` lie inside bytes a shared read returned.
+    fn is_shared(&self, bytes: &[u8]) -> bool {
+        self.shared.lock().iter().any(|r| r.contains(&(bytes.as_ptr() as usize)))
+    }
+}
+
+impl RandomAccessFile for CountingFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.inner.read_exact_at(offset, buf)
+    }
+
+    fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.copies.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read_vec(offset, len)
+    }
+
+    fn read_shared(&self, offset: u64, len: usize) -> Result<bytes::Bytes> {
+        let bytes = self.inner.read_shared(offset, len)?;
+        let start = bytes.as_ptr() as usize;
+        self.shared.lock().push(start..start + bytes.len());
+        Ok(bytes)
+    }
+
+    fn len(&self) -> Result<u64> {
+        self.inner.len()
+    }
+}
+
 #[test]
 fn a_long_scan_reads_around_the_block_cache() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let entries = even_keys(20_000);
     let (path, size) = build(dir.path(), "l.sst", &entries, opts(1024, CompressionType::None))?;
     let cache = Arc::new(BlockCache::new(64 << 20));
-    let table = open(&path, 9, size, Some(Arc::clone(&cache)))?;
+    let file =
+        Arc::new(CountingFile { inner: OsFileSystem.open(&path)?, copies: 0.into(), shared: Default::default() });
+    let table = Table::open(
+        file.clone(),
+        path.clone(),
+        FileNumber(9),
+        size,
+        &TableOptions::default(),
+        Some(Arc::clone(&cache)),
+        None,
+    )?;
     let blocks = table.num_data_blocks();
     let cached = super::table::SCAN_CACHED_BLOCKS as usize;
     assert!(blocks > 4 * cached, "the table has only {blocks} blocks");
-    // Only the first blocks of a pass in order go into the cache, in either direction; the rest
-    // are read past it, and every entry is still right.
+    // Only the first blocks of a pass in order are copied into the cache, in either direction;
+    // the rest are read in place, and every entry is still right.
+    let copies_at_open = file.copies();
     assert!(collect_forward(&mut table.iter(true))? == entries, "a forward pass read wrong entries");
     assert_eq!(cache.len(), cached);
+    assert_eq!((file.copies() - copies_at_open, file.shared_reads()), (cached, blocks - cached));
     assert!(collect_backward(&mut table.iter(true))? == entries, "a backward pass read wrong entries");
     assert_eq!(cache.len(), 2 * cached);
     // A point read still fills the cache, and a short pass caches all it reads.
@@ -315,9 +371,13 @@ fn a_long_scan_reads_around_the_block_cache() -> Result<()> {
         it.next()?;
     }
     assert!(cache.len() > 2 * cached + 1 && cache.len() <= 2 * cached + 1 + cached);
-    // A value read around the cache is the caller's own copy, equal to the stored one.
-    let (_, value) = table.get(&middle, false)?.expect("the key is in the table");
-    assert_eq!(&value[..], entries[10_000].1.as_slice());
+    // A value read around the cache, from a block read in place, is the caller's own copy.
+    let uncached = seek_key(&user(30_000), SequenceNumber(MAX_SEQUENCE));
+    let shared_before = file.shared_reads();
+    let (_, value) = table.get(&uncached, false)?.expect("the key is in the table");
+    assert_eq!(file.shared_reads(), shared_before + 1, "the block should have been read in place");
+    assert_eq!(&value[..], entries[15_000].1.as_slice());
+    assert!(!file.is_shared(&value), "a value read around the cache must not point into the map");
     Ok(())
 }
 

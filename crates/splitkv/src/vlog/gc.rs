@@ -89,7 +89,9 @@ pub trait GcHost: Send + Sync {
     fn eligible_segments(&self) -> Result<Vec<SegmentStats>>;
     /// False if the index is known never to have pointed into segment `id` (see
     /// [`crate::vlog::ValueLog::may_be_referenced`]): once eligible, all of it is garbage.
-    fn may_be_referenced(&self, id: SegmentId) -> bool;
+    fn may_be_referenced(&self, _id: SegmentId) -> bool {
+        true
+    }
     /// The runs of dead records of segment `id` that scans skip (sorted, disjoint).
     fn skipped_ranges(&self, id: SegmentId) -> Vec<(u64, u64)>;
     /// Bytes the value log occupies on the medium: segment lengths minus punched holes.
@@ -516,7 +518,8 @@ impl GarbageCollector {
         let seq = host.relocate(scan.live, scan.current_at)?;
         {
             let mut state = self.state.lock();
-            state.effective = outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
+            // A victim released unread (nothing in it was live) freed all of it.
+            state.effective = outcome.bytes_read == 0 || outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
             state.deferred.push((Deferred::Release(victim.id), seq));
             state.totals.runs += 1;
             state.totals.bytes_read += outcome.bytes_read;
@@ -661,6 +664,86 @@ impl GcPolicy for CostBenefitPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::MemFileSystem;
+
+    /// A host of fixed segments, for the collector's decisions alone: every record is dead, and
+    /// nothing is ever read (the tests below release only segments never pointed into).
+    struct FixedHost {
+        segments: Mutex<Vec<(SegmentStats, bool)>>,
+        log_bytes: u64,
+        fs: MemFileSystem,
+    }
+
+    impl GcHost for FixedHost {
+        fn visible_sequence(&self) -> SequenceNumber {
+            SequenceNumber(1)
+        }
+        fn is_current(&self, _key: &[u8], _ptr: &ValuePointer) -> Result<bool> {
+            Ok(false)
+        }
+        fn eligible_segments(&self) -> Result<Vec<SegmentStats>> {
+            Ok(self.segments.lock().iter().map(|(s, _)| *s).collect())
+        }
+        fn may_be_referenced(&self, id: SegmentId) -> bool {
+            self.segments.lock().iter().any(|(s, referenced)| s.id == id && *referenced)
+        }
+        fn skipped_ranges(&self, _id: SegmentId) -> Vec<(u64, u64)> {
+            Vec::new()
+        }
+        fn log_bytes(&self) -> u64 {
+            self.log_bytes
+        }
+        fn logical_log_bytes(&self) -> u64 {
+            self.log_bytes
+        }
+        fn live_log_bytes_estimate(&self) -> u64 {
+            self.log_bytes
+        }
+        fn relocate(&self, records: Vec<ReplayedRecord>, _current_at: SequenceNumber) -> Result<SequenceNumber> {
+            assert!(records.is_empty(), "nothing here is live");
+            Ok(SequenceNumber(1))
+        }
+        fn no_reader_older_than(&self, _seq: SequenceNumber) -> bool {
+            true
+        }
+        fn record_skipped(&self, _id: SegmentId, _ranges: &[(u64, u64)]) -> Result<SequenceNumber> {
+            Ok(SequenceNumber(1))
+        }
+        fn release_segment(&self, id: SegmentId) -> Result<()> {
+            self.segments.lock().retain(|(s, _)| s.id != id);
+            Ok(())
+        }
+        fn files(&self) -> (&dyn FileSystem, &Path) {
+            (&self.fs, Path::new("/db"))
+        }
+    }
+
+    #[test]
+    fn a_segment_released_unread_counts_as_an_effective_run() {
+        // Over the space budget, with no garbage known, the collector cleans the log's tail only
+        // while its runs free space. A run that released a never-referenced segment unread freed
+        // all of it; counting it as ineffective would leave the tail uncleaned and writers
+        // waiting for a survey.
+        let settings = GcSettings {
+            garbage_ratio: 0.3,
+            space_budget: Some(1000),
+            space_amplification: None,
+            space_trigger: 0.8,
+            punch_holes: false,
+            logical_space_factor: 1.0,
+            rewrite_order: GcRewriteOrder::Segment,
+        };
+        let gc = GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000);
+        let inline_only = (stats(1, 1000), false);
+        let separated = (stats(2, 0), true);
+        let host =
+            FixedHost { segments: Mutex::new(vec![inline_only, separated]), log_bytes: 2000, fs: MemFileSystem::new() };
+        let outcome = gc.run_once(&host, false).expect("run");
+        assert_eq!(outcome.victim, Some(SegmentId(1)));
+        assert_eq!(outcome.bytes_read, 0, "a segment never pointed into must not be read");
+        assert_eq!(outcome.segments_released, vec![SegmentId(1)]);
+        assert!(gc.can_relieve_space(&host), "the log's tail is still worth cleaning over the budget");
+    }
 
     fn stats(id: u64, garbage_bytes: u64) -> SegmentStats {
         SegmentStats { id: SegmentId(id), size: 1000, garbage_bytes, skipped_bytes: 0, age: 10 - id }

@@ -563,10 +563,6 @@ impl Index for HashIndex {
         record(&count)
     }
 
-    fn keeps_log_pointer(&self, _record: &IndexRecord<'_>) -> bool {
-        true
-    }
-
     fn charges_garbage_exactly(&self) -> bool {
         true
     }

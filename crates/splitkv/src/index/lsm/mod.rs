@@ -317,6 +317,12 @@ impl Shared {
 }
 
 impl Index for LsmIndex {
+    /// Only separated values' pointers: inline values and deletes live in the tables, and their
+    /// log records are garbage once flushed (see `apply`).
+    fn keeps_log_pointer(&self, record: &IndexRecord<'_>) -> bool {
+        !record.log_bytes_die_with_index()
+    }
+
     fn apply(&self, records: &[IndexRecord<'_>]) {
         let mem = Arc::clone(&self.shared.state.lock().mem);
         for r in records {
