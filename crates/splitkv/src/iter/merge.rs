@@ -4,7 +4,10 @@
 //! level. The children are kept in a binary heap keyed by their current entries (RocksDB's
 //! merging iterator; LevelDB scans every child on each step instead): a step re-sifts only the
 //! child that moved, and in a long scan one child usually supplies a run of entries, which costs
-//! two key comparisons per step whatever the number of children.
+//! two key comparisons per step whatever the number of children. The heap compares keys it
+//! asked each child for once, after that child last moved (LevelDB's and RocksDB's
+//! `IteratorWrapper`): a comparison then costs no dynamic call down the child's stack of
+//! iterators.
 //!
 //! Invariants:
 //! - Moving forward, every valid child is positioned at its first entry `>=` the current key;
@@ -32,6 +35,9 @@ enum Direction {
 /// Merges children that are each sorted by [`compare_internal_keys`].
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
+    /// `keys[i]` is what child `i`'s `key()` returned after it last moved, while `i` is in the
+    /// heap (see [`MergingIterator::cached_key`]).
+    keys: Vec<*const [u8]>,
     /// The valid children's indexes as a binary heap whose root comes first in the current
     /// direction (smallest key moving forward, largest moving backward); the root holds the
     /// current entry, and an empty heap means the merge is exhausted.
@@ -43,7 +49,8 @@ impl MergingIterator {
     /// Merges `children`; the result starts unpositioned.
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
         let heap = Vec::with_capacity(children.len());
-        MergingIterator { children, heap, direction: Direction::Forward }
+        let keys = vec![&[][..] as *const [u8]; children.len()];
+        MergingIterator { children, keys, heap, direction: Direction::Forward }
     }
 
     /// Number of merged children.
@@ -70,14 +77,37 @@ impl MergingIterator {
         self.direction = direction;
         self.heap.clear();
         self.heap.extend((0..self.children.len()).filter(|&i| self.children[i].valid()));
+        for i in 0..self.heap.len() {
+            self.cache_key(self.heap[i]);
+        }
         for pos in (0..self.heap.len() / 2).rev() {
             self.sift_down(pos);
         }
     }
 
+    /// Remembers valid child `i`'s current key; called after every movement of a child that
+    /// stays in the heap.
+    fn cache_key(&mut self, i: usize) {
+        self.keys[i] = self.children[i].key();
+    }
+
+    /// Child `i`'s current key, as cached by [`MergingIterator::cache_key`].
+    fn cached_key(&self, i: usize) -> &[u8] {
+        #[allow(unsafe_code)]
+        // SAFETY: `keys[i]` was returned by `children[i].key()` after child `i` last moved (the
+        // heap holds only children whose key was cached since: `rebuild` and `fix_root` cache
+        // after every movement, and every movement goes through `&mut self`). An iterator's key
+        // stays valid until the iterator moves; the child is boxed, so moving the box pointers
+        // around `children` moves nothing it points into; and no child mutates what its key
+        // borrows through `&self`. The returned borrow of `self` ends before any movement.
+        unsafe {
+            &*self.keys[i]
+        }
+    }
+
     /// True if child `a`'s entry comes out before child `b`'s in the current direction.
     fn before(&self, a: usize, b: usize) -> bool {
-        let order = compare_internal_keys(self.children[a].key(), self.children[b].key()).then(a.cmp(&b));
+        let order = compare_internal_keys(self.cached_key(a), self.cached_key(b)).then(a.cmp(&b));
         match self.direction {
             Direction::Forward => order == Ordering::Less,
             Direction::Reverse => order == Ordering::Greater,
@@ -105,7 +135,9 @@ impl MergingIterator {
     /// Re-places the root after its child moved: sifts it down, or drops it once exhausted.
     fn fix_root(&mut self) {
         let Some(&root) = self.heap.first() else { return };
-        if !self.children[root].valid() {
+        if self.children[root].valid() {
+            self.cache_key(root);
+        } else {
             self.heap.swap_remove(0);
         }
         self.sift_down(0);
@@ -184,6 +216,12 @@ impl MergingIterator {
     }
 }
 
+#[allow(unsafe_code)]
+// SAFETY: the cached key pointers point into the children (or at an empty static slice), which
+// the merge owns and which are `Send`; they move between threads with them, and are only read
+// through `&self`.
+unsafe impl Send for MergingIterator {}
+
 impl InternalIterator for MergingIterator {
     fn valid(&self) -> bool {
         !self.heap.is_empty()
@@ -224,7 +262,7 @@ impl InternalIterator for MergingIterator {
     }
 
     fn key(&self) -> &[u8] {
-        self.current().map_or(&[], |current| self.children[current].key())
+        self.current().map_or(&[], |current| self.cached_key(current))
     }
 
     fn value(&self) -> &[u8] {
@@ -342,7 +380,9 @@ mod tests {
         Ok(())
     }
 
-    /// Random walks over a merge compared with a single sorted list of the same entries.
+    /// Random walks over a merge compared with a single sorted list of the same entries. A merge
+    /// that compared a key it took before the child last moved fails here: each entry's key is
+    /// a buffer of its own, so a stale key is the child's previous entry.
     #[test]
     fn random_walks_match_single_sorted_list() -> Result<()> {
         for seed in 0..200u64 {
