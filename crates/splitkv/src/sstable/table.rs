@@ -316,12 +316,18 @@ impl Table {
         if let Some(block) = cache.and_then(|c| c.get(self.number, handle.offset)) {
             return Ok(block);
         }
-        let keep = fill_cache && cache.is_some();
+        let keep = self.caches(fill_cache);
         let block = self.read_data_block(handle, keep)?;
         if let Some(cache) = cache.filter(|_| keep) {
             cache.insert(self.number, handle.offset, block.clone());
         }
         Ok(block)
+    }
+
+    /// True if a block read with `fill_cache` that the cache lacks goes into the cache, and so is
+    /// read as a copy; otherwise it may be a slice of the file's map.
+    fn caches(&self, fill_cache: bool) -> bool {
+        fill_cache && self.cache.is_some()
     }
 
     /// Reads and decodes data block `handle` from the file; `keep` as in [`read_block`].
@@ -355,8 +361,7 @@ impl Table {
             let (key, value) = it.into_entry();
             // A block read around the cache may be a slice of the file's map, which the caller
             // must not keep alive through the value.
-            let kept = fill_cache && self.cache.is_some();
-            let value = if kept { value } else { Bytes::copy_from_slice(&value) };
+            let value = if self.caches(fill_cache) { value } else { Bytes::copy_from_slice(&value) };
             Ok(Some((key, value)))
         } else {
             Ok(None)

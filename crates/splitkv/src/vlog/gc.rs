@@ -472,7 +472,7 @@ impl GarbageCollector {
         let mut scan = if host.may_be_referenced(victim.id) {
             scan_victim(fs, &path, &skipped, host)?
         } else {
-            VictimScan { live: Vec::new(), current_at: host.visible_sequence(), dead: Vec::new(), bytes_read: 0 }
+            VictimScan::unread(host.visible_sequence())
         };
         outcome.bytes_read = scan.bytes_read;
 
@@ -560,10 +560,18 @@ struct VictimScan {
     bytes_read: u64,
 }
 
+impl VictimScan {
+    /// A scan that has read nothing yet (or, for a victim never pointed into, needs to read
+    /// nothing), its records current as of `current_at`.
+    fn unread(current_at: SequenceNumber) -> Self {
+        VictimScan { live: Vec::new(), current_at, dead: Vec::new(), bytes_read: 0 }
+    }
+}
+
 fn scan_victim(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)], host: &dyn GcHost) -> Result<VictimScan> {
     // Read before any lookup: each record is found current at this sequence number or later.
     let current_at = host.visible_sequence();
-    let mut scan = VictimScan { live: Vec::new(), current_at, dead: Vec::new(), bytes_read: 0 };
+    let mut scan = VictimScan::unread(current_at);
     let mut records = scan_segment(fs, path, skipped)?;
     let is_live = |kind, key: &[u8], pointer: &ValuePointer| -> Result<bool> {
         Ok(kind == RecordKind::Put && host.is_current(key, pointer)?)
