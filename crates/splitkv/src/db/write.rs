@@ -1,22 +1,28 @@
 //! The write path: group commit with the value log as the write-ahead log.
 //!
-//! Each [`WriteBatch`] joins a queue; the writer at the front becomes the leader, lets the index
-//! make room, takes a group of queued batches, assigns consecutive sequence numbers, appends
-//! them to the value log (one atomic run of records per batch), syncs once if any writer asked
-//! for it, applies them to the index, publishes the last sequence number and wakes the group.
-//! This is LevelDB's group commit. GC relocations go through the same path, each batch alone,
-//! and skip any put whose key no longer maps to the pointer it replaces.
+//! Each [`WriteBatch`] joins a queue; the writer at the front becomes the leader, takes a group
+//! of queued batches, assigns consecutive sequence numbers, appends them to the value log (one
+//! atomic run of records per batch), syncs once if any writer asked for it, applies them to the
+//! index, publishes the last sequence number and wakes the group. This is LevelDB's group commit.
+//!
+//! Where the index allows it (the LSM: `Index::applies_groups_concurrently`), a group of plain
+//! writes hands the lead on as soon as it is appended and applies itself beside the next group's
+//! append, as RocksDB's pipelined writes do: the memtable insert, a third of a put, leaves the
+//! serial part. Groups then finish applying out of order and publish in sequence order
+//! (`publish`). Whatever must see every appended write applied leads alone: freezing a memtable
+//! (`Index::make_room`), GC relocations, which skip any put whose key no longer maps to the
+//! pointer it replaces, flush requests and range deletes. It holds the commit gate exclusively,
+//! which waits until no group is appended but unpublished.
 //!
 //! With the hash mode's request shards (`shards`), shard workers commit their groups through
-//! `commit_shard_group` beside one another: only numbering and appending is serial (the
-//! log-order lock), and `publish` makes their groups visible in sequence order. The group-commit
-//! leader then runs alone: it holds the commit gate exclusively, which waits until no shard group
-//! is appended but unpublished.
+//! `commit_shard_group` beside one another in the same way: only numbering and appending is
+//! serial (the log-order lock).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use super::shards::ShardWrite;
@@ -78,6 +84,13 @@ impl PendingWrite {
         Self::with(batch, true, false, Some(old))
     }
 
+    /// True for a user write of puts and point deletes: it may be appended and applied beside
+    /// other groups. Flush requests, GC relocations (whose re-check must see every appended
+    /// write applied) and range deletes are not.
+    fn runs_beside_others(&self) -> bool {
+        !self.force_flush && self.relocate_from.is_none() && !self.batch.has_range_deletes()
+    }
+
     fn with(batch: WriteBatch, sync: bool, force_flush: bool, relocate_from: Option<Relocation>) -> Self {
         PendingWrite {
             batch,
@@ -100,6 +113,46 @@ pub(super) fn share_error(e: &Error) -> Error {
     }
 }
 
+/// The group `leader` (at the queue's front) writes: the writes queued from it on, while they
+/// fit in [`MAX_GROUP_BYTES`] and need no sync the leader was not asked for. Flush requests,
+/// GC relocations and range deletes lead groups of their own.
+fn gather_group(leader: &Arc<PendingWrite>, queue: &VecDeque<Arc<PendingWrite>>) -> Group {
+    let mut bytes = 0;
+    let mut group = Group::new();
+    for w in queue {
+        let alone = !w.runs_beside_others() || !leader.runs_beside_others();
+        if !group.is_empty() && ((w.sync && !leader.sync) || alone || bytes > MAX_GROUP_BYTES) {
+            break;
+        }
+        bytes += w.batch.payload_bytes();
+        group.push(Arc::clone(w));
+    }
+    group
+}
+
+/// Takes `group` off the front of the queue and wakes the writer that leads next.
+fn hand_over(queue: &mut VecDeque<Arc<PendingWrite>>, group: &[Arc<PendingWrite>]) {
+    for w in group {
+        let popped = queue.pop_front();
+        debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
+    }
+    if let Some(next) = queue.front() {
+        next.cv.notify_one();
+    }
+}
+
+/// Hands `result` to every member of `group` but its leader `me`, and wakes them. The caller
+/// holds the queue lock, which the members check their result under before they sleep.
+fn finish(me: &Arc<PendingWrite>, group: &[Arc<PendingWrite>], result: &Result<()>) {
+    for w in group.iter().filter(|w| !Arc::ptr_eq(w, me)) {
+        *w.result.lock() = Some(match result {
+            Ok(()) => Ok(()),
+            Err(e) => Err(share_error(e)),
+        });
+        w.cv.notify_one();
+    }
+}
+
 impl DbInner {
     /// Queues a write and either waits for a leader to do it or leads a group itself. Returns
     /// the sequence number of the batch's first operation (the others follow it in order).
@@ -117,46 +170,53 @@ impl DbInner {
             me.cv.wait(&mut queue);
         }
 
-        // Leader. Other writers keep queueing behind us while we work without the queue lock.
-        // No shard worker commits meanwhile (see `shards`): the group sees every write published.
+        // Leader: the front of the queue until it hands over. Other writers keep queueing behind
+        // it while it works without the queue lock, which it never holds while it waits for the
+        // commit gate (a leader before it, still applying, needs the queue to finish its group).
+        drop(queue);
+        if me.runs_beside_others() && self.index.applies_groups_concurrently() && !self.index.room_due() {
+            return self.lead_beside_others(&me);
+        }
+        // No shard worker and no other leader commits meanwhile: the group sees every write
+        // published.
         let alone = self.commit_gate.write();
         let room = self.check_poisoned().and_then(|()| self.index.make_room(me.force_flush));
-        let group: Group = if room.is_err() {
-            smallvec::smallvec![Arc::clone(&me)]
-        } else {
-            let mut bytes = 0;
-            let mut group = Group::new();
-            for w in queue.iter() {
-                // A group never waits for a sync it was not asked for; flush requests and GC
-                // relocations lead their own groups.
-                let alone = w.force_flush || w.relocate_from.is_some() || me.relocate_from.is_some();
-                if !group.is_empty() && ((w.sync && !me.sync) || alone || bytes > MAX_GROUP_BYTES) {
-                    break;
-                }
-                bytes += w.batch.payload_bytes();
-                group.push(Arc::clone(w));
-            }
-            group
+        let group = match room {
+            Ok(()) => gather_group(&me, &self.writers.lock()),
+            Err(_) => smallvec::smallvec![Arc::clone(&me)],
         };
-        drop(queue);
-
         let result = room.and_then(|()| self.write_group(&group));
         drop(alone);
         let mut queue = self.writers.lock();
-        for w in &group {
-            let popped = queue.pop_front();
-            debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
-            if !Arc::ptr_eq(w, &me) {
-                *w.result.lock() = Some(match &result {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(share_error(e)),
-                });
-                w.cv.notify_one();
-            }
+        hand_over(&mut queue, &group);
+        finish(&me, &group, &result);
+        result.map(|()| SequenceNumber(me.first_seq.load(Ordering::Acquire)))
+    }
+
+    /// Leads a group of plain writes beside the groups before it (the index allows it and needs
+    /// no room): appends the group under the log-order lock, hands the lead to the next writer,
+    /// and only then applies the group to the index, so that the next group's append overlaps
+    /// this one's apply; publishes in sequence order (as shard workers do) before acknowledging.
+    /// Anything that must see every appended write applied (freezing a memtable, relocation's
+    /// re-check, checkpoints) takes the commit gate exclusively and so waits for this group.
+    fn lead_beside_others(&self, me: &Arc<PendingWrite>) -> Result<SequenceNumber> {
+        let _shared = self.commit_gate.read();
+        let group = gather_group(me, &self.writers.lock());
+        let mut index_records = IndexRecords::new();
+        let mut tally = Tally::default();
+        let appended = self.check_poisoned().and_then(|()| {
+            let assigned = self.append_group(&group, &mut tally, &mut index_records)?;
+            Ok(index_records.last().map(|last| self.publish.register(*assigned, last.log_pointer.segment.0)))
+        });
+        hand_over(&mut self.writers.lock(), &group);
+        if let Ok(Some(ticket)) = appended {
+            self.index.apply(&index_records);
+            tally.count(self);
+            self.publish.applied_and_wait(ticket, &self.last_sequence, &self.applied_segment);
         }
-        if let Some(next) = queue.front() {
-            next.cv.notify_one();
-        }
+        let result = appended.map(|_| ());
+        let _queue = self.writers.lock();
+        finish(me, &group, &result);
         result.map(|()| SequenceNumber(me.first_seq.load(Ordering::Acquire)))
     }
 
@@ -165,14 +225,33 @@ impl DbInner {
     /// commit and every appended record is published.
     fn write_group(&self, group: &[Arc<PendingWrite>]) -> Result<()> {
         let mut index_records = IndexRecords::new();
-        let mut sync = false;
         let mut tally = Tally::default();
         debug_assert!(self.publish.is_idle(), "a shard group is unpublished while the write leader runs");
+        let assigned = self.append_group(group, &mut tally, &mut index_records)?;
+        self.index.apply(&index_records);
+        if let Some(last) = index_records.last() {
+            // Every record of the segments before this one is in the index now.
+            self.applied_segment.fetch_max(last.log_pointer.segment.0, Ordering::Release);
+        }
+        tally.count(self);
+        self.last_sequence.store(*assigned, Ordering::Release);
+        Ok(())
+    }
+
+    /// Numbers `group`'s batches on from the last sequence number assigned and appends them to the
+    /// value log (leaving out a relocation's puts whose key moved on), syncing once if any member
+    /// asked. Returns the log-order lock, holding the group's last sequence number: a caller that
+    /// publishes out of order registers the group before it lets the next one append.
+    fn append_group<'a>(
+        &self,
+        group: &'a [Arc<PendingWrite>],
+        tally: &mut Tally,
+        index_records: &mut IndexRecords<'a>,
+    ) -> Result<MutexGuard<'_, u64>> {
         let mut assigned = self.log_order.lock();
         let mut seq = *assigned;
         let outcome = (|| -> Result<()> {
             for w in group {
-                sync |= w.sync;
                 if w.batch.is_empty() {
                     continue;
                 }
@@ -183,9 +262,9 @@ impl DbInner {
                 }
                 // GC's rewrites are the engine's writes, not the user's.
                 let user = w.relocate_from.is_none();
-                self.log_batch(&mut records, &mut seq, user.then_some(&w.batch), &mut tally, &mut index_records)?;
+                self.log_batch(&mut records, &mut seq, user.then_some(&w.batch), tally, index_records)?;
             }
-            if sync {
+            if group.iter().any(|w| w.sync) {
                 self.vlog.sync()?;
             }
             Ok(())
@@ -194,14 +273,7 @@ impl DbInner {
             return Err(self.poison(e));
         }
         *assigned = seq;
-        self.index.apply(&index_records);
-        if let Some(last) = index_records.last() {
-            // Every record of the segments before this one is in the index now.
-            self.applied_segment.fetch_max(last.log_pointer.segment.0, Ordering::Release);
-        }
-        tally.count(self);
-        self.last_sequence.store(seq, Ordering::Release);
-        Ok(())
+        Ok(assigned)
     }
 
     /// Commits a shard worker's group of single-shard writes (see `shards`): checkpoints first if

@@ -143,8 +143,16 @@ pub struct LiveCount {
 pub trait Index: Send + Sync {
     /// Applies committed records, in sequence order. Called by one writer at a time (and by
     /// recovery, replaying the log tail, before any writer), except that the hash index's
-    /// request shards (`db::shards`) apply groups of disjoint keys concurrently.
+    /// request shards (`db::shards`) apply groups of disjoint keys concurrently, and that write
+    /// groups are applied concurrently where [`Index::applies_groups_concurrently`] says so.
     fn apply(&self, records: &[IndexRecord<'_>]);
+    /// True if write groups of puts and point deletes, any keys, may be applied concurrently
+    /// and out of order (each once appended): the index keeps every version apart, ordered by
+    /// sequence number, and names no predecessors. The write path then overlaps one group's
+    /// apply with the next group's append. False (the safe answer) serialises every group.
+    fn applies_groups_concurrently(&self) -> bool {
+        false
+    }
     /// For indexes that chain versions through the log: the record of `user_key`'s newest
     /// version, which a new write of the key supersedes and names as its predecessor. Called by
     /// the write leader before it appends. Indexes that keep old versions themselves answer

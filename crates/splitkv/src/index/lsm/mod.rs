@@ -338,6 +338,21 @@ impl Index for LsmIndex {
         }
     }
 
+    /// Memtable inserts are lock-free and each version is its own entry: applying groups out of
+    /// order leaves the same memtable.
+    fn applies_groups_concurrently(&self) -> bool {
+        true
+    }
+
+    fn room_due(&self) -> bool {
+        let s = &self.shared;
+        let state = s.state.lock();
+        state.bg_error.is_some()
+            || state.shutting_down
+            || state.mem.approximate_bytes() >= s.options.write_buffer_size
+            || s.super_version().version.l0_depth() >= s.options.level0_slowdown_writes_trigger
+    }
+
     fn make_room(&self, force: bool) -> Result<()> {
         let s = &self.shared;
         let o = &s.options;
