@@ -11,6 +11,10 @@
 //!   write, half a batch, a resurrected delete (point or range, the latter also dropping whole
 //!   partitions' tables in the LSM cases, or a keyspace drop) or a value that GC moved to the
 //!   wrong key all fail here;
+//! - every one of the [`SIDE_KEYS`] keys of a second writer equals its last acknowledged write
+//!   (`SIDE n`) or the one in flight. That writer runs beside the batches, on a keyspace of its
+//!   own, so write groups commit concurrently: in the LSM cases one group applies to the memtable
+//!   while the next appends, and they publish in sequence order;
 //! - `splitkv verify` accepts the directory, so no record, table or pointer is damaged, even in
 //!   parts the model does not read (garbage that GC copied or punched).
 //!
@@ -78,6 +82,9 @@ const VALUE_LEN: std::ops::RangeInclusive<usize> = HEADER_LEN..=1536;
 /// the LSM cases), which one lone batch in 64 drops.
 const FIRST_KEYSPACE_KEY: u16 = KEYS / 4 * 3;
 const KEYSPACE: &str = "upper";
+/// The second writer's keys, in a keyspace of their own: it overwrites them in turn.
+const SIDE_KEYS: u32 = 64;
+const SIDE_KEYSPACE: &str = "side";
 /// Generation (u32), batch (u32) and key (u16) at the start of every value.
 const HEADER_LEN: usize = 10;
 
@@ -371,6 +378,73 @@ fn key(k: u16) -> Vec<u8> {
     format!("key{k:04}").into_bytes()
 }
 
+fn side_key(j: u32) -> Vec<u8> {
+    format!("side{j:02}").into_bytes()
+}
+
+/// The value of the second writer's write `n` of `generation` (to key `n % SIDE_KEYS`), inline
+/// or separated by its length.
+fn side_value(generation: u32, n: u32) -> Vec<u8> {
+    let len = HEADER_LEN + (mix(u64::from(n)) % 1200) as usize;
+    value(generation, n, (n % SIDE_KEYS) as u16, len)
+}
+
+/// The second writer's keys: the write (generation, n) each holds, carried across generations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SideModel(Vec<Option<(u32, u32)>>);
+
+impl SideModel {
+    fn empty() -> SideModel {
+        SideModel(vec![None; SIDE_KEYS as usize])
+    }
+
+    /// The model once `generation`'s writes `0..=last` are applied.
+    fn after(&self, generation: u32, last: Option<u32>) -> SideModel {
+        let mut next = self.clone();
+        if let Some(last) = last {
+            // Only the last write to each key counts.
+            for n in last.saturating_sub(SIDE_KEYS - 1)..=last {
+                next.0[(n % SIDE_KEYS) as usize] = Some((generation, n));
+            }
+        }
+        next
+    }
+
+    /// Requires the side keys to hold the writes after `last` acknowledged or after the one in
+    /// flight, and returns that state.
+    fn check(&self, db: &Db, generation: u32, last: Option<u32>) -> Result<SideModel, String> {
+        let ks = db.existing_keyspace(SIDE_KEYSPACE);
+        let mut actual = Vec::with_capacity(SIDE_KEYS as usize);
+        for j in 0..SIDE_KEYS {
+            let v = match &ks {
+                Some(ks) => ks.get(side_key(j)).map_err(|e| format!("get side key {j}: {e}"))?.map(|v| v.to_vec()),
+                None => None,
+            };
+            actual.push(v);
+        }
+        let matches = |model: &SideModel| {
+            model.0.iter().zip(&actual).all(|(m, a)| m.map(|(g, n)| side_value(g, n)).as_ref() == a.as_ref())
+        };
+        let after_ack = self.after(generation, last);
+        let after_in_flight = self.after(generation, Some(last.map_or(0, |l| l + 1)));
+        match (matches(&after_ack), matches(&after_in_flight)) {
+            (true, _) => Ok(after_ack),
+            (false, true) => Ok(after_in_flight),
+            (false, false) => {
+                let j = (0..SIDE_KEYS as usize).find(|&j| {
+                    let ack = after_ack.0[j].map(|(g, n)| side_value(g, n));
+                    ack.as_ref() != actual[j].as_ref()
+                });
+                Err(format!(
+                    "second writer (last SIDE {last:?}): side key {j:?} holds {}, expected the write {:?}",
+                    describe_actual(j.and_then(|j| actual[j].as_deref())),
+                    j.and_then(|j| after_ack.0[j])
+                ))
+            }
+        }
+    }
+}
+
 /// SplitMix64 finaliser: decorrelates the seeds of neighbouring batches.
 fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -556,6 +630,24 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
         }
     });
 
+    // The second writer: synced single puts beside the batches, acknowledged as `SIDE n`.
+    let side_db = Arc::clone(&db);
+    thread::spawn(move || {
+        for n in 0u32.. {
+            let written = side_db.keyspace(SIDE_KEYSPACE).and_then(|ks| {
+                let mut wb = WriteBatch::new();
+                wb.put_in(&ks, side_key(n % SIDE_KEYS), side_value(generation, n));
+                side_db.write(&WriteOptions { sync: true }, wb)
+            });
+            if let Err(e) = written {
+                die(EXIT_WRITE_FAILED, &format!("side write {n}: {e}"));
+            }
+            if std::io::stdout().write_all(format!("SIDE {n}\n").as_bytes()).is_err() {
+                die(EXIT_PARENT_GONE, "stdout closed");
+            }
+        }
+    });
+
     let mut stdout = std::io::stdout();
     for batch in 0u32.. {
         let ops = batch_ops(seed, generation, batch);
@@ -668,6 +760,8 @@ fn read_briefly(db: &Db, rng: &mut StdRng) -> Result<(), String> {
 #[derive(Default)]
 struct Tally {
     batches_acked: u64,
+    /// Writes the second writer had acknowledged.
+    side_acked: u64,
     gc_runs: u64,
     in_flight_applied: u32,
 }
@@ -687,9 +781,10 @@ fn run_case(case: Case) {
     let dir = tmp.path().join("db");
     let mut rng = StdRng::seed_from_u64(mix(seed ^ PARENT_STREAM));
     let mut model = Model::empty();
+    let mut side = SideModel::empty();
     let mut tally = Tally::default();
     for generation in 0..rounds {
-        if let Err(e) = kill_round(case, &dir, seed, generation, &mut rng, &mut model, &mut tally) {
+        if let Err(e) = kill_round(case, &dir, seed, generation, &mut rng, (&mut model, &mut side), &mut tally) {
             // Keep the directory for a post-mortem; it is the state the message describes.
             let kept = tmp.keep();
             panic!(
@@ -702,11 +797,12 @@ fn run_case(case: Case) {
     }
     let (left, collected) = final_space_amplification(case, &dir);
     println!(
-        "kill test case {}: {rounds} kills, {} batches acknowledged, 0 lost, {} GC calls returned, \
+        "kill test case {}: {rounds} kills, {} batches and {} side writes acknowledged, 0 lost, {} GC calls returned, \
          in-flight batch applied {} times, {} keys live at the end, space amplification {left:.2} as \
          the last kill left it and {collected:.2} after run_gc, {:.1?}",
         case.name(),
         tally.batches_acked,
+        tally.side_acked,
         tally.gc_runs,
         tally.in_flight_applied,
         model.live_keys(),
@@ -737,11 +833,11 @@ fn kill_round(
     seed: u64,
     generation: u32,
     rng: &mut StdRng,
-    model: &mut Model,
+    (model, side): (&mut Model, &mut SideModel),
     tally: &mut Tally,
 ) -> Result<(), String> {
     let stderr_path = dir.with_file_name(format!("child-{generation}.stderr"));
-    let (mut child, acks, gc_runs) = spawn_child(case, dir, seed, generation, &stderr_path)?;
+    let (mut child, acks, output) = spawn_child(case, dir, seed, generation, &stderr_path)?;
     let child_stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
 
     let first_ack = match acks.recv_timeout(FIRST_ACK_TIMEOUT) {
@@ -766,7 +862,9 @@ fn kill_round(
         return Err(format!("child ended on its own ({status}) before the kill; stderr:\n{}", child_stderr()));
     }
     // The reader thread ends at EOF, which the kill guarantees; every ACK is in the channel.
-    tally.gc_runs += gc_runs.join().expect("stdout reader thread");
+    let (gc_runs, last_side) = output.join().expect("stdout reader thread");
+    tally.gc_runs += gc_runs;
+    tally.side_acked += last_side.map_or(0, |n| u64::from(n) + 1);
     let acked: Vec<u32> = std::iter::once(first_ack).chain(acks.iter()).collect();
     if acked.iter().enumerate().any(|(i, &n)| n as usize != i) {
         return Err(format!("acknowledgements out of order: {acked:?}"));
@@ -794,6 +892,7 @@ fn kill_round(
     let state = {
         let _no_spawn = spawn_or_open_db();
         let db = Db::open(dir, case.options()).map_err(|e| failed(format!("reopen failed: {e}")))?;
+        *side = side.check(&db, generation, last_side).map_err(failed)?;
         check_state(&db, &after_ack, &after_in_flight, last_ack).map_err(failed)?
     };
     if state == InFlight::Applied {
@@ -806,15 +905,15 @@ fn kill_round(
 }
 
 /// Starts the child for one generation. Its stdout is read by a thread that forwards each
-/// complete `ACK <n>` line, and returns the number of `GC` lines once the child's stdout closes
-/// (which also closes the channel).
+/// complete `ACK <n>` line, and returns the number of `GC` lines and the last complete
+/// `SIDE <n>` once the child's stdout closes (which also closes the channel).
 fn spawn_child(
     case: Case,
     dir: &Path,
     seed: u64,
     generation: u32,
     stderr_path: &Path,
-) -> Result<(Child, Receiver<u32>, JoinHandle<u64>), String> {
+) -> Result<(Child, Receiver<u32>, JoinHandle<(u64, Option<u32>)>), String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let stderr = File::create(stderr_path).map_err(|e| format!("create {}: {e}", stderr_path.display()))?;
     let mut command = Command::new(exe);
@@ -837,20 +936,26 @@ fn spawn_child(
         let mut reader = BufReader::new(stdout);
         let mut line = String::new();
         let mut gc_runs = 0;
+        let mut last_side = None;
         // The test harness prints too, and may leave `test child_entry ... ` without a newline
         // before the first ACK: an ACK ends its line, it need not start it. A line cut short by
         // the kill has no newline and is not an acknowledgement.
         while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
-            let ack = line.strip_suffix('\n').and_then(|l| l.rsplit_once("ACK ")).map(|(_, n)| n.parse());
+            let complete = line.strip_suffix('\n');
+            let ack = complete.and_then(|l| l.rsplit_once("ACK ")).map(|(_, n)| n.parse());
+            let side = complete.and_then(|l| l.rsplit_once("SIDE ")).map(|(_, n)| n.parse::<u32>());
             if let Some(Ok(n)) = ack {
                 // The parent stops listening only when it gives up on the child.
                 let _ = tx.send(n);
+            } else if let Some(Ok(n)) = side {
+                // One writer, in order: the last line is the newest acknowledgement.
+                last_side = Some(n);
             } else if line.ends_with("GC\n") {
                 gc_runs += 1;
             }
             line.clear();
         }
-        gc_runs
+        (gc_runs, last_side)
     });
     Ok((child, rx, reader))
 }

@@ -7,8 +7,8 @@
 //!
 //! Where the index allows it (the LSM: `Index::applies_groups_concurrently`), a group of plain
 //! writes hands the lead on as soon as it is appended and applies itself beside the next group's
-//! append, as RocksDB's pipelined writes do: the memtable insert, a third of a put, leaves the
-//! serial part. Groups then finish applying out of order and publish in sequence order
+//! append, as RocksDB's pipelined writes do: the memtable insert (a quarter of a 1 KiB put's time)
+//! leaves the serial part. Groups then finish applying out of order and publish in sequence order
 //! (`publish`). Whatever must see every appended write applied leads alone: freezing a memtable
 //! (`Index::make_room`), GC relocations, which skip any put whose key no longer maps to the
 //! pointer it replaces, flush requests and range deletes. It holds the commit gate exclusively,

@@ -344,13 +344,16 @@ impl Index for LsmIndex {
         true
     }
 
+    /// True when `make_room` would fail, freeze the memtable or hold the writer back.
     fn room_due(&self) -> bool {
         let s = &self.shared;
+        let o = &s.options;
         let state = s.state.lock();
+        let l0 = s.super_version().version.l0_depth();
         state.bg_error.is_some()
             || state.shutting_down
-            || state.mem.approximate_bytes() >= s.options.write_buffer_size
-            || s.super_version().version.l0_depth() >= s.options.level0_slowdown_writes_trigger
+            || state.mem.approximate_bytes() >= o.write_buffer_size
+            || l0 >= o.level0_slowdown_writes_trigger.min(o.level0_stop_writes_trigger)
     }
 
     fn make_room(&self, force: bool) -> Result<()> {
