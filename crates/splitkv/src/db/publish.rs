@@ -1,6 +1,7 @@
-//! Publication order for write groups applied concurrently: the sharded front end's workers
-//! append their groups to the value log one at a time (in sequence order) but apply them to the
-//! index in parallel, so a group can finish applying before an older one has.
+//! Publication order for write groups applied concurrently: the LSM's pipelined group commit
+//! (`write`) and the sharded front end's workers append their groups to the value log one at a
+//! time (in sequence order) but apply them to the index in parallel, so a group can finish
+//! applying before an older one has.
 //!
 //! Readers take their sequence number from `last_sequence`, and GC trusts `applied_segment`
 //! ("every record before this segment is in the index"), so both may only move past a group
@@ -54,16 +55,28 @@ impl PublishOrder {
     /// unapplied one precedes into `last_sequence` and `applied_segment`, and returns once
     /// `ticket` itself is published.
     pub(super) fn applied_and_wait(&self, ticket: Ticket, last_sequence: &AtomicU64, applied_segment: &AtomicU64) {
-        self.applied(ticket, last_sequence, applied_segment);
+        // One lock for both: a lone writer's group is the oldest and publishes at once.
         let mut pending = self.pending.lock();
+        self.publish_applied(&mut pending, ticket, last_sequence, applied_segment);
         while pending.front().is_some_and(|p| p.last_seq <= ticket.last_seq) {
             self.published.wait(&mut pending);
         }
     }
 
-    /// Marks `ticket`'s group applied and publishes the applied groups from the oldest on.
+    /// [`PublishOrder::publish_applied`] under its own lock.
+    #[cfg(test)]
     fn applied(&self, ticket: Ticket, last_sequence: &AtomicU64, applied_segment: &AtomicU64) {
-        let mut pending = self.pending.lock();
+        self.publish_applied(&mut self.pending.lock(), ticket, last_sequence, applied_segment);
+    }
+
+    /// Marks `ticket`'s group applied and publishes the applied groups from the oldest on.
+    fn publish_applied(
+        &self,
+        pending: &mut VecDeque<Pending>,
+        ticket: Ticket,
+        last_sequence: &AtomicU64,
+        applied_segment: &AtomicU64,
+    ) {
         if let Some(p) = pending.iter_mut().find(|p| p.last_seq == ticket.last_seq) {
             p.applied = true;
         }
