@@ -13,8 +13,14 @@
 # round, the issue's sequence on a fresh database under the same cap: fillrandom, rewritelog, then
 # two readseq of 200k entries.
 #
+# MODE=threads A/Bs concurrent writers: per round, `fillrandom` with one thread (NUM keys) and
+# with two (NUM/2 keys each, db_bench's convention), at 1 KiB and 100 B, default options, and at
+# 1 KiB again with no value-log space limit (--space_amplification=none), which takes GC's
+# stalls out and leaves the write path. Compares total ops/s, and each build's two threads
+# against its one, round by round.
+#
 # usage: bench/ab/run.sh BASE [NEW]     (env: ROUNDS=5, NUM=1000000, OUT=dir for raw output,
-#                                        MODE=main|capped_scan|capped_sequence)
+#                                        MODE=main|capped_scan|capped_sequence|threads)
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 BASE=${1:?usage: bench/ab/run.sh BASE [NEW]}
@@ -41,9 +47,30 @@ case ${MODE:-main} in
         scan=(--use_existing_db=1 --benchmarks=readseq,readseq)
         ;;
     capped_sequence) scan=(--reads=200000 --benchmarks=fillrandom,rewritelog,readseq,readseq) ;;
-    main) ;;
-    *) echo "unknown MODE=$MODE (main, capped_scan or capped_sequence)" >&2; exit 2 ;;
+    main | threads) ;;
+    *) echo "unknown MODE=$MODE (main, capped_scan, capped_sequence or threads)" >&2; exit 2 ;;
 esac
+if [[ ${MODE:-main} == threads ]]; then
+    for round in $(seq 1 "$ROUNDS"); do
+        order=(base new)
+        ((round % 2 == 0)) && order=(new base)
+        for variant in 1024-t1 1024-t2 100-t1 100-t2 1024-t1none 1024-t2none; do
+            size=${variant%%-*}
+            threads=${variant#*-t}
+            threads=${threads%none}
+            limit=()
+            [[ $variant == *none ]] && limit=(--space_amplification=none)
+            for side in "${order[@]}"; do
+                rm -rf "$WORK/db"
+                run "$WORK/target-$side/release/splitkv-bench" --num=$((NUM / threads)) --threads="$threads" \
+                    --value_size="$size" "${limit[@]}" --benchmarks=fillrandom --db="$WORK/db" \
+                    >"$OUT/$side-$variant-round$round.txt"
+            done
+        done
+    done
+    python3 "$(dirname "${BASH_SOURCE[0]}")/summarize.py" "$OUT"
+    exit
+fi
 if [[ ${MODE:-main} != main ]]; then
     for round in $(seq 1 "$ROUNDS"); do
         order=(base new)

@@ -50,7 +50,11 @@ fn concurrent_writers_read_their_writes_and_survive_reopen_and_crash_with(kind: 
                         let v = writer_value(w, i, round);
                         db.put(&k, &v)?;
                         // Read-your-writes (for the sharded kind, through the key's shard).
-                        assert_eq!(db.get(&k)?.as_deref(), Some(v.as_slice()), "{kind:?}: writer {w} key {i} round {round}");
+                        assert_eq!(
+                            db.get(&k)?.as_deref(),
+                            Some(v.as_slice()),
+                            "{kind:?}: writer {w} key {i} round {round}"
+                        );
                     }
                 }
                 Ok(())

@@ -7,7 +7,7 @@
 //!
 //! Where the index allows it (the LSM: `Index::applies_groups_concurrently`), a group of plain
 //! writes hands the lead on as soon as it is appended and applies itself beside the next group's
-//! append, as RocksDB's pipelined writes do: the memtable insert (a quarter of a 1 KiB put's time)
+//! append, as RocksDB's pipelined writes do: the memtable insert, a put's largest single cost,
 //! leaves the serial part. Groups then finish applying out of order and publish in sequence order
 //! (`publish`). Whatever must see every appended write applied leads alone: freezing a memtable
 //! (`Index::make_room`), GC relocations, which skip any put whose key no longer maps to the
