@@ -232,7 +232,7 @@ impl DbInner {
     /// Records what a survey counted: each surveyed segment's garbage is SET to its record bytes
     /// minus the live ones. Segments the next flush would record are recorded now, so their
     /// counts stick.
-    fn record_survey(&self, count: &LiveCount, horizon: SequenceNumber) -> Result<()> {
+    fn record_survey(&self, count: LiveCount, horizon: SequenceNumber) -> Result<()> {
         let lengths: BTreeMap<SegmentId, u64> = self.vlog.segments().into_iter().map(|s| (s.id, s.len)).collect();
         let garbage_surveys = count
             .surveyed
@@ -248,7 +248,10 @@ impl DbInner {
             garbage_surveys,
             ..VersionEdit::default()
         });
-        self.poison_on_error(recorded)
+        self.poison_on_error(recorded)?;
+        // A newer survey's maps replace the older ones (both are right; the newer knows more).
+        *self.reachable.lock() = count.reachable;
+        Ok(())
     }
 
     /// Bytes of log records not known to be garbage.
@@ -323,6 +326,11 @@ impl DbInner {
 
 impl GcHost for DbInner {
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool> {
+        // What the last survey found unreachable stays so (`LiveMap`): no lookup needed.
+        if self.reachable.lock().get(&ptr.segment).is_some_and(|map| !map.may_be_reachable(ptr.offset)) {
+            Counters::add(&self.counters.gc_records_unreachable, 1);
+            return Ok(false);
+        }
         let seq = self.visible_sequence();
         // Through the block cache, filling it: GC looks up every record it scans, twice for the
         // live ones (again as write leader), and the index's blocks are small next to the values
@@ -411,6 +419,7 @@ impl GcHost for DbInner {
         let recorded = self.catalog.record_for_segment(id, VersionEdit { removed_segments, ..VersionEdit::default() });
         self.poison_on_error(recorded)?;
         let _exclusive = self.gc_barrier.write();
+        self.reachable.lock().remove(&id);
         self.vlog.remove_segment(id)
     }
 

@@ -33,6 +33,7 @@ use crate::types::{
     MAX_SEQUENCE,
 };
 use crate::version::Catalog;
+use crate::vlog::live_map::LiveMap;
 use crate::vlog::{RecordKind, ReplayedRecord, SegmentInfo, ValueLog};
 
 /// What one committed write stores in the index, typed: a pointer stays a [`ValuePointer`] from
@@ -137,6 +138,9 @@ pub struct LiveCount {
     pub surveyed: HashSet<SegmentId>,
     /// Record bytes still reachable, per surveyed segment (absent = none).
     pub live: BTreeMap<SegmentId, u64>,
+    /// For surveyed segments, where their reachable records are, if the index can tell (the
+    /// LSM walks every pointer; absent = unknown), so GC may drop the others unlooked-up.
+    pub reachable: BTreeMap<SegmentId, LiveMap>,
 }
 
 /// A key index.
@@ -223,7 +227,7 @@ pub trait Index: Send + Sync {
         &self,
         horizon: SequenceNumber,
         applied_before: SegmentId,
-        record: &mut dyn FnMut(&LiveCount) -> Result<()>,
+        record: &mut dyn FnMut(LiveCount) -> Result<()>,
     ) -> Result<()>;
     /// True if the index keeps `record`'s log pointer once applied, so that its log record stays
     /// live until superseded. A segment into which no applied record's pointer was kept is

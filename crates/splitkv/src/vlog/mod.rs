@@ -29,6 +29,7 @@
 //! Dropping the log without [`ValueLog::sync`] loses buffered appends, exactly like a crash.
 
 pub mod gc;
+pub mod live_map;
 pub mod prefetch;
 mod record;
 mod replay;

@@ -544,7 +544,7 @@ impl Index for HashIndex {
         &self,
         _horizon: SequenceNumber,
         applied_before: SegmentId,
-        record: &mut dyn FnMut(&LiveCount) -> Result<()>,
+        record: &mut dyn FnMut(LiveCount) -> Result<()>,
     ) -> Result<()> {
         // Only newest versions count as live: a version an old snapshot still reads is counted
         // as garbage, and GC, which relocates only current records, keeps its segment until
@@ -560,7 +560,7 @@ impl Index for HashIndex {
             }
             Ok(())
         })?;
-        record(&count)
+        record(count)
     }
 
     fn charges_garbage_exactly(&self) -> bool {

@@ -587,7 +587,7 @@ impl Index for LsmIndex {
         &self,
         horizon: SequenceNumber,
         applied_before: SegmentId,
-        record: &mut dyn FnMut(&LiveCount) -> Result<()>,
+        record: &mut dyn FnMut(LiveCount) -> Result<()>,
     ) -> Result<()> {
         self.shared.survey_live(horizon, applied_before, record)
     }

@@ -2,18 +2,24 @@
 //! value-log bytes still reachable per segment.
 //!
 //! A version is dead when its next newer version is at or below the survey's horizon (no reader
-//! can see it); every other pointer is live. Compactions are excluded for the walk and the
+//! can see it); every other pointer is live, and marked in its segment's [`LiveMap`], so that GC
+//! can drop the records it does not mark without looking them up. Compactions are excluded for the walk and the
 //! caller's record of its result (a drop the walk counted as live and published before the
 //! record would be overwritten by it); flushes go on, since they only charge segments the
 //! survey leaves out.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use super::Shared;
 use crate::error::Result;
 use crate::index::LiveCount;
 use crate::iter::{entry_pointer, InternalIterator};
 use crate::types::{parse_internal_key, SegmentId, SequenceNumber};
+use crate::vlog::live_map::{granule_shift, LiveMap};
+
+/// Most bits the reachable-record maps of one survey hold together (16 MiB): 16-byte granules
+/// up to 2 GiB of surveyed log, coarser beyond.
+const MAX_LIVE_MAP_BITS: u64 = 1 << 27;
 
 impl Shared {
     /// See [`crate::index::Index::survey_live`].
@@ -21,7 +27,7 @@ impl Shared {
         &self,
         horizon: SequenceNumber,
         applied_before: SegmentId,
-        record: &mut dyn FnMut(&LiveCount) -> Result<()>,
+        record: &mut dyn FnMut(LiveCount) -> Result<()>,
     ) -> Result<()> {
         let _no_compactions = self.compaction_lock.write();
         let surveyed = self.surveyable_segments(applied_before);
@@ -45,20 +51,21 @@ impl Shared {
             let shadowed = newer.is_some_and(|n| n <= horizon);
             if !shadowed {
                 if let Some(ptr) = entry_pointer(&it, parsed.kind)? {
-                    live.add(ptr.segment, u64::from(ptr.len));
+                    live.add(ptr.segment, ptr.offset, u64::from(ptr.len));
                 }
             }
             newer = Some(parsed.sequence);
             it.next()?;
         }
         drop(it);
-        record(&LiveCount { live: live.into_map(), surveyed })
+        let (live, reachable) = live.into_maps();
+        record(LiveCount { live, reachable, surveyed: surveyed.into_keys().collect() })
     }
 
-    /// The segments a survey can count exactly: every live one before `applied_before` (records
+    /// The segments a survey can count exactly, with their lengths: every live one before `applied_before` (records
     /// are applied in log order, so all of theirs are in the index), except those holding
     /// records of inline values or deletes in a memtable, whose flush charges them itself.
-    fn surveyable_segments(&self, applied_before: SegmentId) -> HashSet<SegmentId> {
+    fn surveyable_segments(&self, applied_before: SegmentId) -> HashMap<SegmentId, u64> {
         let state = self.state.lock();
         let mut pending = state.mem.log_garbage();
         if let Some(imm) = &state.imm {
@@ -68,47 +75,58 @@ impl Shared {
         self.log
             .segments()
             .into_iter()
-            .map(|seg| seg.id)
-            .filter(|id| *id < applied_before && !pending.contains_key(id))
+            .filter(|seg| seg.id < applied_before && !pending.contains_key(&seg.id))
+            .map(|seg| (seg.id, seg.len))
             .collect()
     }
 }
 
-/// Live bytes per surveyed segment, in a table indexed by segment number: the walk adds to it
-/// once per version of every key, where a hashed or ordered map costs a search each time.
+/// Live bytes and reachable records per surveyed segment, in a table indexed by segment number:
+/// the walk adds to it once per version of every key, where a hashed or ordered map costs a
+/// search each time.
 struct SegmentTally {
     first: u64,
-    /// Per segment from `first`: its live bytes, `None` for a segment not surveyed.
-    bytes: Vec<Option<u64>>,
+    /// Per segment from `first`: its live bytes and reachable records, `None` for a segment not
+    /// surveyed.
+    segments: Vec<Option<(u64, LiveMap)>>,
 }
 
 impl SegmentTally {
-    fn new(surveyed: &HashSet<SegmentId>) -> Self {
-        let first = surveyed.iter().map(|s| s.0).min().unwrap_or(0);
-        let last = surveyed.iter().map(|s| s.0).max().unwrap_or(0);
-        let mut bytes = vec![None; if surveyed.is_empty() { 0 } else { (last - first + 1) as usize }];
-        for id in surveyed {
-            bytes[(id.0 - first) as usize] = Some(0);
+    /// A tally of the `surveyed` segments, given with their lengths.
+    fn new(surveyed: &HashMap<SegmentId, u64>) -> Self {
+        let first = surveyed.keys().map(|s| s.0).min().unwrap_or(0);
+        let last = surveyed.keys().map(|s| s.0).max().unwrap_or(0);
+        let shift = granule_shift(surveyed.values().sum(), MAX_LIVE_MAP_BITS);
+        let mut segments = vec![None; if surveyed.is_empty() { 0 } else { (last - first + 1) as usize }];
+        for (id, len) in surveyed {
+            segments[(id.0 - first) as usize] = Some((0, LiveMap::new(*len, shift)));
         }
-        SegmentTally { first, bytes }
+        SegmentTally { first, segments }
     }
 
-    /// Adds `len` bytes to `segment` if it is surveyed.
-    fn add(&mut self, segment: SegmentId, len: u64) {
-        let slot = segment.0.checked_sub(self.first).and_then(|i| self.bytes.get_mut(usize::try_from(i).ok()?));
-        if let Some(Some(bytes)) = slot {
+    /// Adds the live record of `len` bytes at `offset` of `segment`, if it is surveyed.
+    fn add(&mut self, segment: SegmentId, offset: u64, len: u64) {
+        let slot = segment.0.checked_sub(self.first).and_then(|i| self.segments.get_mut(usize::try_from(i).ok()?));
+        if let Some(Some((bytes, map))) = slot {
             *bytes += len;
+            map.mark(offset);
         }
     }
 
-    /// The surveyed segments with live bytes.
-    fn into_map(self) -> BTreeMap<SegmentId, u64> {
-        let first = self.first;
-        self.bytes
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, bytes)| bytes.filter(|&b| b > 0).map(|b| (SegmentId(first + i as u64), b)))
-            .collect()
+    /// The surveyed segments' live bytes (those with any) and reachable-record maps (all).
+    fn into_maps(self) -> (BTreeMap<SegmentId, u64>, BTreeMap<SegmentId, LiveMap>) {
+        let mut live = BTreeMap::new();
+        let mut reachable = BTreeMap::new();
+        for (i, slot) in self.segments.into_iter().enumerate() {
+            if let Some((bytes, map)) = slot {
+                let id = SegmentId(self.first + i as u64);
+                if bytes > 0 {
+                    live.insert(id, bytes);
+                }
+                reachable.insert(id, map);
+            }
+        }
+        (live, reachable)
     }
 }
 
@@ -118,13 +136,23 @@ mod tests {
 
     #[test]
     fn the_tally_counts_only_surveyed_segments() {
-        let surveyed: HashSet<SegmentId> = [SegmentId(7), SegmentId(9), SegmentId(12)].into_iter().collect();
+        let surveyed: HashMap<SegmentId, u64> =
+            [(SegmentId(7), 4096), (SegmentId(9), 4096), (SegmentId(12), 4096)].into_iter().collect();
         let mut tally = SegmentTally::new(&surveyed);
-        for (segment, len) in [(7, 10), (8, 100), (9, 1), (9, 2), (3, 1000), (13, 1000), (u64::MAX, 5)] {
-            tally.add(SegmentId(segment), len);
+        for (segment, offset, len) in
+            [(7, 64, 10), (8, 64, 100), (9, 128, 1), (9, 256, 2), (3, 64, 1000), (13, 64, 1000), (u64::MAX, 64, 5)]
+        {
+            tally.add(SegmentId(segment), offset, len);
         }
+        let (live, reachable) = tally.into_maps();
         let expected: BTreeMap<SegmentId, u64> = [(SegmentId(7), 10), (SegmentId(9), 3)].into_iter().collect();
-        assert_eq!(tally.into_map(), expected, "12 was surveyed but holds nothing live");
-        assert!(SegmentTally::new(&HashSet::new()).into_map().is_empty());
+        assert_eq!(live, expected, "12 was surveyed but holds nothing live");
+        assert_eq!(reachable.keys().copied().collect::<Vec<_>>(), [SegmentId(7), SegmentId(9), SegmentId(12)]);
+        assert!(reachable[&SegmentId(7)].may_be_reachable(64) && !reachable[&SegmentId(7)].may_be_reachable(128));
+        assert!(reachable[&SegmentId(9)].may_be_reachable(128) && reachable[&SegmentId(9)].may_be_reachable(256));
+        assert!(!reachable[&SegmentId(9)].may_be_reachable(64), "nothing live at 64 in 9");
+        assert!(!reachable[&SegmentId(12)].may_be_reachable(64), "nothing live in 12");
+        let (live, reachable) = SegmentTally::new(&HashMap::new()).into_maps();
+        assert!(live.is_empty() && reachable.is_empty());
     }
 }
