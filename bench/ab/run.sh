@@ -19,8 +19,11 @@
 # stalls out and leaves the write path. Compares total ops/s, and each build's two threads
 # against its one, round by round.
 #
+# MODE=overwrite A/Bs value-log GC under the default space limit: per round and build,
+# fillrandom then overwrite at 1 KiB (GC rewrites about twice what the overwrite writes).
+#
 # usage: bench/ab/run.sh BASE [NEW]     (env: ROUNDS=5, NUM=1000000, OUT=dir for raw output,
-#                                        MODE=main|capped_scan|capped_sequence|threads)
+#                                        MODE=main|capped_scan|capped_sequence|threads|overwrite)
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 BASE=${1:?usage: bench/ab/run.sh BASE [NEW]}
@@ -47,9 +50,22 @@ case ${MODE:-main} in
         scan=(--use_existing_db=1 --benchmarks=readseq,readseq)
         ;;
     capped_sequence) scan=(--reads=200000 --benchmarks=fillrandom,rewritelog,readseq,readseq) ;;
-    main | threads) ;;
-    *) echo "unknown MODE=$MODE (main, capped_scan, capped_sequence or threads)" >&2; exit 2 ;;
+    main | threads | overwrite) ;;
+    *) echo "unknown MODE=$MODE (main, capped_scan, capped_sequence, threads or overwrite)" >&2; exit 2 ;;
 esac
+if [[ ${MODE:-main} == overwrite ]]; then
+    for round in $(seq 1 "$ROUNDS"); do
+        order=(base new)
+        ((round % 2 == 0)) && order=(new base)
+        for side in "${order[@]}"; do
+            rm -rf "$WORK/db"
+            run "$WORK/target-$side/release/splitkv-bench" --num="$NUM" --value_size=1024 \
+                --benchmarks=fillrandom,overwrite,stats --db="$WORK/db" >"$OUT/$side-1024-round$round.txt"
+        done
+    done
+    python3 "$(dirname "${BASH_SOURCE[0]}")/summarize.py" "$OUT"
+    exit
+fi
 if [[ ${MODE:-main} == threads ]]; then
     for round in $(seq 1 "$ROUNDS"); do
         order=(base new)
