@@ -43,8 +43,9 @@ pub struct Counters {
     pub gc_surveys: AtomicU64,
     /// Microseconds spent in garbage surveys.
     pub gc_survey_micros: AtomicU64,
-    /// Records GC dropped without a lookup: the last survey found them unreachable.
-    pub gc_records_unreachable: AtomicU64,
+    /// Liveness lookups GC skipped because the last survey found the record unreachable (a
+    /// record scanned again, or re-checked by the write leader, counts again).
+    pub gc_lookups_skipped: AtomicU64,
     /// Point lookups served.
     pub gets: AtomicU64,
     /// Keys written by users (puts and deletes), for the adaptive index's write intensity.
@@ -403,8 +404,8 @@ pub struct Stats {
     pub gc_surveys: u64,
     /// Microseconds spent in garbage surveys.
     pub gc_survey_micros: u64,
-    /// Records GC dropped without a lookup, as the last survey found them unreachable.
-    pub gc_records_unreachable: u64,
+    /// Liveness lookups GC skipped because the last survey found the record unreachable.
+    pub gc_lookups_skipped: u64,
     /// Point lookups.
     pub gets: u64,
     /// Value-log reads.
@@ -578,7 +579,7 @@ impl Stats {
         self.stall_gc_micros = Counters::get(&c.stall_gc_micros);
         self.gc_surveys = Counters::get(&c.gc_surveys);
         self.gc_survey_micros = Counters::get(&c.gc_survey_micros);
-        self.gc_records_unreachable = Counters::get(&c.gc_records_unreachable);
+        self.gc_lookups_skipped = Counters::get(&c.gc_lookups_skipped);
         self.gets = Counters::get(&c.gets);
         self.vlog_reads = Counters::get(&c.vlog_reads);
         self.tables_probed = Counters::get(&c.tables_probed);
@@ -674,7 +675,7 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, {} surveys ({:.3} s), {} records dropped unlooked-up; on disk {:.1} MiB",
+            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, {} surveys ({:.3} s), {} lookups skipped by survey maps; on disk {:.1} MiB",
             self.gc_runs,
             self.gc_bytes_read as f64 / MIB,
             self.gc_bytes_relocated as f64 / MIB,
@@ -682,7 +683,7 @@ impl fmt::Display for Stats {
             self.gc_segments_released,
             self.gc_surveys,
             self.gc_survey_micros as f64 / 1e6,
-            self.gc_records_unreachable,
+            self.gc_lookups_skipped,
             self.disk_bytes as f64 / MIB
         )?;
         write!(

@@ -328,7 +328,7 @@ impl GcHost for DbInner {
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool> {
         // What the last survey found unreachable stays so (`LiveMap`): no lookup needed.
         if self.reachable.lock().get(&ptr.segment).is_some_and(|map| !map.may_be_reachable(ptr.offset)) {
-            Counters::add(&self.counters.gc_records_unreachable, 1);
+            Counters::add(&self.counters.gc_lookups_skipped, 1);
             return Ok(false);
         }
         let seq = self.visible_sequence();

@@ -3,10 +3,14 @@
 //!
 //! A version is dead when its next newer version is at or below the survey's horizon (no reader
 //! can see it); every other pointer is live, and marked in its segment's [`LiveMap`], so that GC
-//! can drop the records it does not mark without looking them up. Compactions are excluded for the walk and the
-//! caller's record of its result (a drop the walk counted as live and published before the
-//! record would be overwritten by it); flushes go on, since they only charge segments the
-//! survey leaves out.
+//! can drop the records it does not mark without looking them up.
+//!
+//! Compactions are excluded for the walk and the caller's record of its result (a drop the walk
+//! counted as live and published before the record would be overwritten by it). Flushes and the
+//! dropping of tables a range delete covers go on: they can charge a surveyed segment for
+//! range-deleted pointers during the walk, and the record then overwrites that charge, so the
+//! segment's garbage is undercounted until the next survey. That only delays GC; the maps are
+//! unaffected (the walk sees range-deleted versions and marks them, more than needed).
 
 use std::collections::{BTreeMap, HashMap};
 
