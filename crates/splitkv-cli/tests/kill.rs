@@ -904,6 +904,10 @@ fn kill_round(
     run_verify(dir).map_err(failed)
 }
 
+/// What the child printed besides its `ACK` lines: the number of `GC` lines and the last
+/// complete `SIDE <n>`.
+type ChildOutput = (u64, Option<u32>);
+
 /// Starts the child for one generation. Its stdout is read by a thread that forwards each
 /// complete `ACK <n>` line, and returns the number of `GC` lines and the last complete
 /// `SIDE <n>` once the child's stdout closes (which also closes the channel).
@@ -913,7 +917,7 @@ fn spawn_child(
     seed: u64,
     generation: u32,
     stderr_path: &Path,
-) -> Result<(Child, Receiver<u32>, JoinHandle<(u64, Option<u32>)>), String> {
+) -> Result<(Child, Receiver<u32>, JoinHandle<ChildOutput>), String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let stderr = File::create(stderr_path).map_err(|e| format!("create {}: {e}", stderr_path.display()))?;
     let mut command = Command::new(exe);
