@@ -50,22 +50,11 @@ case ${MODE:-main} in
         scan=(--use_existing_db=1 --benchmarks=readseq,readseq)
         ;;
     capped_sequence) scan=(--reads=200000 --benchmarks=fillrandom,rewritelog,readseq,readseq) ;;
-    main | threads | overwrite) ;;
+    main) sizes=(1024 100) benchmarks=fillrandom,readrandom,readseq ;;
+    overwrite) sizes=(1024) benchmarks=fillrandom,overwrite,stats ;;
+    threads) ;;
     *) echo "unknown MODE=$MODE (main, capped_scan, capped_sequence, threads or overwrite)" >&2; exit 2 ;;
 esac
-if [[ ${MODE:-main} == overwrite ]]; then
-    for round in $(seq 1 "$ROUNDS"); do
-        order=(base new)
-        ((round % 2 == 0)) && order=(new base)
-        for side in "${order[@]}"; do
-            rm -rf "$WORK/db"
-            run "$WORK/target-$side/release/splitkv-bench" --num="$NUM" --value_size=1024 \
-                --benchmarks=fillrandom,overwrite,stats --db="$WORK/db" >"$OUT/$side-1024-round$round.txt"
-        done
-    done
-    python3 "$(dirname "${BASH_SOURCE[0]}")/summarize.py" "$OUT"
-    exit
-fi
 if [[ ${MODE:-main} == threads ]]; then
     for round in $(seq 1 "$ROUNDS"); do
         order=(base new)
@@ -77,7 +66,6 @@ if [[ ${MODE:-main} == threads ]]; then
             limit=()
             [[ $variant == *none ]] && limit=(--space_amplification=none)
             for side in "${order[@]}"; do
-                rm -rf "$WORK/db"
                 run "$WORK/target-$side/release/splitkv-bench" --num=$((NUM / threads)) --threads="$threads" \
                     --value_size="$size" "${limit[@]}" --benchmarks=fillrandom --db="$WORK/db" \
                     >"$OUT/$side-$variant-round$round.txt"
@@ -87,7 +75,7 @@ if [[ ${MODE:-main} == threads ]]; then
     python3 "$(dirname "${BASH_SOURCE[0]}")/summarize.py" "$OUT"
     exit
 fi
-if [[ ${MODE:-main} != main ]]; then
+if [[ ${MODE:-main} == capped_* ]]; then
     for round in $(seq 1 "$ROUNDS"); do
         order=(base new)
         ((round % 2 == 0)) && order=(new base)
@@ -104,10 +92,10 @@ fi
 for round in $(seq 1 "$ROUNDS"); do
     order=(base new)
     ((round % 2 == 0)) && order=(new base)
-    for size in 1024 100; do
+    for size in "${sizes[@]}"; do
         for side in "${order[@]}"; do
             run "$WORK/target-$side/release/splitkv-bench" --num="$NUM" --value_size="$size" \
-                --benchmarks=fillrandom,readrandom,readseq --db="$WORK/db" \
+                --benchmarks="$benchmarks" --db="$WORK/db" \
                 >"$OUT/$side-$size-round$round.txt"
         done
     done
