@@ -42,23 +42,27 @@ impl fmt::Debug for LevelFile {
     }
 }
 
-/// Opens an iterator over one file of a level.
-pub type LevelFileOpener = Arc<dyn Fn(&LevelFile) -> Result<Box<dyn InternalIterator>> + Send + Sync>;
+/// Opens an iterator of type `T` over one file of a level.
+pub type LevelFileOpener<T = Box<dyn InternalIterator>> = Arc<dyn Fn(&LevelFile) -> Result<T> + Send + Sync>;
 
 /// Concatenates the files of one level into a single [`InternalIterator`].
-pub struct LevelIterator {
+///
+/// Generic over the file iterator so that a level of tables calls its table cursor directly: a
+/// scan asks the level for every entry's key and value, and a boxed file would add a dynamic
+/// call to each of those.
+pub struct LevelIterator<T = Box<dyn InternalIterator>> {
     // Shared: an index builds a level's list once per version, not once per cursor.
     files: Arc<[LevelFile]>,
-    open: LevelFileOpener,
+    open: LevelFileOpener<T>,
     /// Index into `files` of the open file; meaningful only while `current` is `Some`.
     file_index: usize,
     /// The open file, `None` once the iterator has run off either end (or before the first seek).
-    current: Option<Box<dyn InternalIterator>>,
+    current: Option<T>,
 }
 
-impl LevelIterator {
+impl<T: InternalIterator> LevelIterator<T> {
     /// Iterates `files` (sorted, non-overlapping), opening each through `open` when reached.
-    pub fn new(files: impl Into<Arc<[LevelFile]>>, open: LevelFileOpener) -> Self {
+    pub fn new(files: impl Into<Arc<[LevelFile]>>, open: LevelFileOpener<T>) -> Self {
         let files = files.into();
         LevelIterator { files, open, file_index: 0, current: None }
     }
@@ -117,7 +121,7 @@ impl LevelIterator {
     }
 }
 
-impl InternalIterator for LevelIterator {
+impl<T: InternalIterator> InternalIterator for LevelIterator<T> {
     fn valid(&self) -> bool {
         self.current_valid()
     }

@@ -7,7 +7,7 @@
 //! two key comparisons per step whatever the number of children. The heap compares keys it
 //! asked each child for once, after that child last moved (LevelDB's and RocksDB's
 //! `IteratorWrapper`): a comparison then costs no dynamic call down the child's stack of
-//! iterators.
+//! iterators, and neither does reading the current key or value.
 //!
 //! Invariants:
 //! - Moving forward, every valid child is positioned at its first entry `>=` the current key;
@@ -35,9 +35,9 @@ enum Direction {
 /// Merges children that are each sorted by [`compare_internal_keys`].
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
-    /// `keys[i]` is what child `i`'s `key()` returned after it last moved, while `i` is in the
-    /// heap (see [`MergingIterator::cached_key`]).
-    keys: Vec<*const [u8]>,
+    /// `entries[i]` is the key and value child `i`'s `entry()` returned after it last moved,
+    /// while `i` is in the heap (see [`MergingIterator::cached`]).
+    entries: Vec<(*const [u8], *const [u8])>,
     /// The valid children's indexes as a binary heap whose root comes first in the current
     /// direction (smallest key moving forward, largest moving backward); the root holds the
     /// current entry, and an empty heap means the merge is exhausted.
@@ -49,8 +49,9 @@ impl MergingIterator {
     /// Merges `children`; the result starts unpositioned.
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
         let heap = Vec::with_capacity(children.len());
-        let keys = vec![&[][..] as *const [u8]; children.len()];
-        MergingIterator { children, keys, heap, direction: Direction::Forward }
+        let empty = &[][..] as *const [u8];
+        let entries = vec![(empty, empty); children.len()];
+        MergingIterator { children, entries, heap, direction: Direction::Forward }
     }
 
     /// Number of merged children.
@@ -76,33 +77,47 @@ impl MergingIterator {
     fn rebuild(&mut self, direction: Direction) {
         self.direction = direction;
         self.heap.clear();
-        self.heap.extend((0..self.children.len()).filter(|&i| self.children[i].valid()));
-        for i in 0..self.heap.len() {
-            self.cache_key(self.heap[i]);
+        for i in 0..self.children.len() {
+            if self.cache_entry(i) {
+                self.heap.push(i);
+            }
         }
         for pos in (0..self.heap.len() / 2).rev() {
             self.sift_down(pos);
         }
     }
 
-    /// Remembers valid child `i`'s current key; called after every movement of a child that
-    /// stays in the heap.
-    fn cache_key(&mut self, i: usize) {
-        self.keys[i] = self.children[i].key();
+    /// Remembers child `i`'s current entry, if it has one (returns whether it does); called
+    /// after every movement of a child that is or stays in the heap.
+    fn cache_entry(&mut self, i: usize) -> bool {
+        match self.children[i].entry() {
+            Some((key, value)) => {
+                self.entries[i] = (key, value);
+                true
+            }
+            None => false,
+        }
     }
 
-    /// Child `i`'s current key, as cached by [`MergingIterator::cache_key`].
-    fn cached_key(&self, i: usize) -> &[u8] {
+    /// Child `i`'s current key and value, as cached by [`MergingIterator::cache_entry`].
+    fn cached(&self, i: usize) -> (&[u8], &[u8]) {
+        let (key, value) = self.entries[i];
         #[allow(unsafe_code)]
-        // SAFETY: `keys[i]` was returned by `children[i].key()` after child `i` last moved (the
-        // heap holds only children whose key was cached since: `rebuild` and `fix_root` cache
-        // after every movement, and every movement goes through `&mut self`). An iterator's key
-        // stays valid until the iterator moves; the child is boxed, so moving the box pointers
-        // around `children` moves nothing it points into; and no child mutates what its key
-        // borrows through `&self`. The returned borrow of `self` ends before any movement.
+        // SAFETY: `entries[i]` was returned by `children[i].entry()` after child `i` last moved
+        // (the heap holds only children whose entry was cached since: `rebuild` and `fix_root`
+        // cache after every movement, and every movement goes through `&mut self`). An
+        // iterator's key and value stay valid until the iterator moves; the child is boxed, so
+        // moving the box pointers around `children` moves nothing they point into; and no child
+        // mutates what they borrow through `&self`. The returned borrows of `self` end before
+        // any movement.
         unsafe {
-            &*self.keys[i]
+            (&*key, &*value)
         }
+    }
+
+    /// Child `i`'s current key, as cached.
+    fn cached_key(&self, i: usize) -> &[u8] {
+        self.cached(i).0
     }
 
     /// True if child `a`'s entry comes out before child `b`'s in the current direction.
@@ -135,9 +150,7 @@ impl MergingIterator {
     /// Re-places the root after its child moved: sifts it down, or drops it once exhausted.
     fn fix_root(&mut self) {
         let Some(&root) = self.heap.first() else { return };
-        if self.children[root].valid() {
-            self.cache_key(root);
-        } else {
+        if !self.cache_entry(root) {
             self.heap.swap_remove(0);
         }
         self.sift_down(0);
@@ -217,7 +230,7 @@ impl MergingIterator {
 }
 
 #[allow(unsafe_code)]
-// SAFETY: the cached key pointers point into the children (or at an empty static slice), which
+// SAFETY: the cached key and value pointers point into the children (or at an empty static slice), which
 // the merge owns and which are `Send`; they move between threads with them, and are only read
 // through `&self`.
 unsafe impl Send for MergingIterator {}
@@ -266,7 +279,7 @@ impl InternalIterator for MergingIterator {
     }
 
     fn value(&self) -> &[u8] {
-        self.current().map_or(&[], |current| self.children[current].value())
+        self.current().map_or(&[], |current| self.cached(current).1)
     }
 
     fn entry_origin(&self) -> EntryOrigin {

@@ -22,6 +22,7 @@ use crate::iter::level::{LevelFile, LevelIterator};
 use crate::iter::merge::MergingIterator;
 use crate::iter::{EntryOrigin, InternalIterator, KeepAlive};
 use crate::memtable::Lookup;
+use crate::sstable::TableIterator;
 use crate::range_del::Fragments;
 use crate::stats::Counters;
 use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind, ValuePointer};
@@ -138,9 +139,9 @@ impl Shared {
                 continue;
             }
             let cache = Arc::clone(&self.table_cache);
-            let open = Arc::new(move |f: &LevelFile| -> Result<Box<dyn InternalIterator>> {
+            let open = Arc::new(move |f: &LevelFile| -> Result<TableIterator> {
                 let table = cache.get_table(FileNumber(f.id), f.size)?;
-                Ok(Box::new(table.iter(fill_cache)))
+                Ok(table.iter(fill_cache))
             });
             children.push(Box::new(LevelIterator::new(level_files, open)));
         }
