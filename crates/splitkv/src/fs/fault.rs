@@ -248,6 +248,10 @@ impl WritableFile for FaultyWritableFile {
         self.inner.sync()
     }
 
+    fn start_writeback(&mut self) -> Result<()> {
+        self.inner.start_writeback()
+    }
+
     fn len(&self) -> u64 {
         self.inner.len()
     }

@@ -52,6 +52,13 @@ pub trait WritableFile: Send {
     fn flush(&mut self) -> Result<()>;
     /// Flushes and makes every appended byte durable.
     fn sync(&mut self) -> Result<()>;
+    /// Asks the OS to start writing the bytes handed to it so far (by `flush`) to the device,
+    /// without waiting for them (RocksDB's `bytes_per_sync`). Promises nothing about durability;
+    /// it only leaves a later `sync` less to write, so that a writer that syncs a large file at
+    /// once does not wait for all of it then. The default does nothing.
+    fn start_writeback(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Bytes appended so far (including any not yet flushed).
     fn len(&self) -> u64;
     /// True if nothing was appended.

@@ -257,7 +257,7 @@ impl ValueLog {
         }
         if w.buffer.len() >= self.opts.buffer_size {
             let (buffer_size, written) = (self.opts.buffer_size, &self.bytes_written);
-            w.poison_on_error(|w| w.flush(buffer_size, written))?;
+            w.poison_on_error(|w| w.flush_and_start_writeback(buffer_size, written))?;
         }
         Ok(pointers)
     }

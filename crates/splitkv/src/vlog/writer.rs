@@ -91,6 +91,17 @@ impl Writer {
         Ok(())
     }
 
+    /// Flushes a full buffer and starts the device writing it: the segment's seal, which fsyncs
+    /// it, then waits only for the last buffers instead of the whole segment (16 MiB by default:
+    /// about 9 ms on the writer's path otherwise, once per segment).
+    pub fn flush_and_start_writeback(&mut self, buffer_size: usize, bytes_written: &AtomicU64) -> Result<()> {
+        self.flush(buffer_size, bytes_written)?;
+        match self.active.as_mut() {
+            Some(active) => active.file.start_writeback(),
+            None => Ok(()),
+        }
+    }
+
     /// Flushes and fsyncs the active segment.
     pub fn sync(&mut self, buffer_size: usize, bytes_written: &AtomicU64) -> Result<()> {
         self.flush(buffer_size, bytes_written)?;
