@@ -228,7 +228,7 @@ impl ValuePointer {
     }
 
     /// Appends the varint encoding: segment, offset, len.
-    pub fn encode_to(&self, dst: &mut Vec<u8>) {
+    pub fn encode_to(&self, dst: &mut impl Extend<u8>) {
         put_varint64(dst, self.segment.0);
         put_varint64(dst, self.offset);
         put_varint32(dst, self.len);

@@ -78,6 +78,47 @@ impl PartialOrd for MemKey {
     }
 }
 
+/// Values up to this long are stored inside the skiplist node: every value pointer (a 1 KiB
+/// value's pointer encodes in about 8 bytes) and tiny inline values then cost a put no
+/// allocation of their own.
+const SHORT_VALUE_BYTES: usize = 22;
+
+/// A version's value as the memtable keeps it: short ones in place, longer inline values as
+/// shared bytes, which a point read hands out without copying.
+#[derive(Clone)]
+enum MemValue {
+    Short { len: u8, bytes: [u8; SHORT_VALUE_BYTES] },
+    Shared(Bytes),
+}
+
+impl MemValue {
+    fn new(value: &[u8]) -> Self {
+        match u8::try_from(value.len()) {
+            Ok(len) if value.len() <= SHORT_VALUE_BYTES => {
+                let mut bytes = [0; SHORT_VALUE_BYTES];
+                bytes[..value.len()].copy_from_slice(value);
+                MemValue::Short { len, bytes }
+            }
+            _ => MemValue::Shared(Bytes::copy_from_slice(value)),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            MemValue::Short { len, bytes } => &bytes[..usize::from(*len)],
+            MemValue::Shared(bytes) => bytes,
+        }
+    }
+
+    /// The value as bytes of its own: a copy of a short one, a shared handle otherwise.
+    fn to_bytes(&self) -> Bytes {
+        match self {
+            MemValue::Short { .. } => Bytes::copy_from_slice(self.as_slice()),
+            MemValue::Shared(bytes) => bytes.clone(),
+        }
+    }
+}
+
 /// What a memtable knows about a key at a sequence number.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lookup {
@@ -92,7 +133,7 @@ pub enum Lookup {
 
 /// An ordered in-memory table of internal keys.
 pub struct Memtable {
-    map: SkipMap<MemKey, Bytes>,
+    map: SkipMap<MemKey, MemValue>,
     /// Every user key inserted into `map`.
     keys: KeyFilter,
     approximate_bytes: AtomicUsize,
@@ -157,9 +198,10 @@ impl Memtable {
     }
 
     /// Inserts one version.
-    pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind, value: Bytes) {
+    pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind, value: &[u8]) {
         let key = MemKey::new(user_key, seq, kind);
-        self.approximate_bytes.fetch_add(key.0.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        let value = MemValue::new(value);
+        self.approximate_bytes.fetch_add(key.0.len() + value.as_slice().len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.max_sequence.fetch_max(seq.0, Ordering::Relaxed);
         // Before the entry: a reader that finds the entry must find the key in the filter too.
         self.keys.insert(user_key);
@@ -184,7 +226,7 @@ impl Memtable {
         match parse_internal_key(entry.key().as_bytes()) {
             Some(p) if p.user_key == user_key => match p.kind {
                 ValueKind::Deletion => Lookup::Deleted,
-                kind => Lookup::Found(kind, entry.value().clone(), p.sequence),
+                kind => Lookup::Found(kind, entry.value().to_bytes(), p.sequence),
             },
             _ => Lookup::Absent,
         }
@@ -242,7 +284,7 @@ impl Memtable {
     }
 }
 
-type MemEntry = crossbeam_skiplist::map::Entry<'static, MemKey, Bytes>;
+type MemEntry = crossbeam_skiplist::map::Entry<'static, MemKey, MemValue>;
 
 /// Bidirectional cursor over a memtable.
 ///
@@ -255,12 +297,12 @@ pub struct MemtableIterator {
 }
 
 impl MemtableIterator {
-    fn pin(entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, Bytes>>) -> Option<MemEntry> {
+    fn pin(entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>>) -> Option<MemEntry> {
         #[allow(unsafe_code)]
         // SAFETY: the entry borrows the skiplist owned by `self.table`, an `Arc` this iterator
         // holds for as long as it holds the entry (and drops after it, by field order); the
         // skiplist never moves inside its `Arc`. Only the lifetime parameter changes.
-        entry.map(|e| unsafe { std::mem::transmute::<crossbeam_skiplist::map::Entry<'_, MemKey, Bytes>, MemEntry>(e) })
+        entry.map(|e| unsafe { std::mem::transmute::<crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>, MemEntry>(e) })
     }
 }
 
@@ -300,7 +342,7 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map(|e| e.value().as_ref()).unwrap_or_default()
+        self.current.as_ref().map(|e| e.value().as_slice()).unwrap_or_default()
     }
 
     fn entry_origin(&self) -> EntryOrigin {
@@ -320,10 +362,10 @@ mod tests {
 
     fn table() -> Arc<Memtable> {
         let m = Arc::new(Memtable::new(LogPosition::default(), 1 << 20));
-        m.insert(b"a", SequenceNumber(1), ValueKind::Inline, Bytes::from_static(b"a1"));
-        m.insert(b"a", SequenceNumber(3), ValueKind::Inline, Bytes::from_static(b"a3"));
-        m.insert(b"b", SequenceNumber(2), ValueKind::Pointer, Bytes::from_static(b"ptr"));
-        m.insert(b"b", SequenceNumber(4), ValueKind::Deletion, Bytes::new());
+        m.insert(b"a", SequenceNumber(1), ValueKind::Inline, b"a1");
+        m.insert(b"a", SequenceNumber(3), ValueKind::Inline, b"a3");
+        m.insert(b"b", SequenceNumber(2), ValueKind::Pointer, b"ptr");
+        m.insert(b"b", SequenceNumber(4), ValueKind::Deletion, b"");
         m
     }
 

@@ -37,8 +37,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
+use smallvec::SmallVec;
 
 use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink};
 use crate::compaction::picker::{InFlight, PickSettings};
@@ -54,7 +54,7 @@ use crate::range_del::RangeTombstone;
 use crate::snapshot::SnapshotList;
 use crate::sstable::{BlockCache, IndexLearning, TableCache, TableOptions};
 use crate::stats::{Counters, IndexBlockStats, LevelStats, RangeSize, Stats};
-use crate::types::{FileNumber, SegmentId, SequenceNumber, ValueKind};
+use crate::types::{FileNumber, SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::{Catalog, Version};
 
 /// What a reader needs to see one consistent state of the tree.
@@ -331,9 +331,13 @@ impl Index for LsmIndex {
             }
             match r.entry {
                 IndexEntry::RangeDeletion { end } => mem.delete_range(r.user_key, end, r.seq),
-                IndexEntry::Deletion => mem.insert(r.user_key, r.seq, ValueKind::Deletion, Bytes::new()),
-                IndexEntry::Inline(v) => mem.insert(r.user_key, r.seq, ValueKind::Inline, Bytes::copy_from_slice(v)),
-                IndexEntry::Pointer(p) => mem.insert(r.user_key, r.seq, ValueKind::Pointer, Bytes::from(p.encode())),
+                IndexEntry::Deletion => mem.insert(r.user_key, r.seq, ValueKind::Deletion, &[]),
+                IndexEntry::Inline(v) => mem.insert(r.user_key, r.seq, ValueKind::Inline, v),
+                IndexEntry::Pointer(p) => {
+                    let mut encoded = SmallVec::<[u8; ValuePointer::MAX_ENCODED_LEN]>::new();
+                    p.encode_to(&mut encoded);
+                    mem.insert(r.user_key, r.seq, ValueKind::Pointer, &encoded)
+                }
             }
         }
     }
