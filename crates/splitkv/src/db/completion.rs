@@ -4,6 +4,8 @@
 //! The worker that serves a request fills it once; the caller waits for it, or polls. A handle
 //! whose worker went away without an answer (the database closed) yields [`Error::Closed`].
 //! Thread-safety: the handle is `Send`; its two halves share one mutex and condition variable.
+//! A request served on the caller's thread (every write and read without request shards)
+//! returns a handle that holds its result itself: no shared slot, no allocation.
 
 use std::sync::Arc;
 
@@ -19,7 +21,14 @@ struct Slot<T> {
 /// The result of a submitted request, once its worker has served it.
 #[must_use = "a submitted request's result (and any error) arrives through its handle"]
 pub struct Completion<T> {
-    slot: Arc<Slot<T>>,
+    state: State<T>,
+}
+
+enum State<T> {
+    /// Served on the caller's thread.
+    Ready(Result<T>),
+    /// Served by a worker, which fills the slot.
+    Pending(Arc<Slot<T>>),
 }
 
 /// The worker's half of a [`Completion`]: fills it once, or [`Error::Closed`] if dropped unfilled.
@@ -31,27 +40,34 @@ impl<T> Completion<T> {
     /// A handle and the half that completes it.
     pub(super) fn pair() -> (Completion<T>, Completer<T>) {
         let slot = Arc::new(Slot { result: Mutex::new(None), done: Condvar::new() });
-        (Completion { slot: Arc::clone(&slot) }, Completer { slot: Some(slot) })
+        (Completion { state: State::Pending(Arc::clone(&slot)) }, Completer { slot: Some(slot) })
     }
 
     /// A handle that already holds `result` (requests served on the caller's thread).
     pub(super) fn ready(result: Result<T>) -> Completion<T> {
-        Completion { slot: Arc::new(Slot { result: Mutex::new(Some(result)), done: Condvar::new() }) }
+        Completion { state: State::Ready(result) }
     }
 
     /// True once the result is in.
     pub fn is_done(&self) -> bool {
-        self.slot.result.lock().is_some()
+        match &self.state {
+            State::Ready(_) => true,
+            State::Pending(slot) => slot.result.lock().is_some(),
+        }
     }
 
     /// Blocks until the request is served and returns its result.
     pub fn wait(self) -> Result<T> {
-        let mut result = self.slot.result.lock();
+        let slot = match self.state {
+            State::Ready(result) => return result,
+            State::Pending(slot) => slot,
+        };
+        let mut result = slot.result.lock();
         loop {
             if let Some(r) = result.take() {
                 return r;
             }
-            self.slot.done.wait(&mut result);
+            slot.done.wait(&mut result);
         }
     }
 }
