@@ -302,7 +302,9 @@ impl MemtableIterator {
         // SAFETY: the entry borrows the skiplist owned by `self.table`, an `Arc` this iterator
         // holds for as long as it holds the entry (and drops after it, by field order); the
         // skiplist never moves inside its `Arc`. Only the lifetime parameter changes.
-        entry.map(|e| unsafe { std::mem::transmute::<crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>, MemEntry>(e) })
+        entry.map(|e| unsafe {
+            std::mem::transmute::<crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>, MemEntry>(e)
+        })
     }
 }
 
