@@ -6,18 +6,17 @@
 // Decodes bytes read from disk: short or damaged input is an error, never a panic.
 #![warn(clippy::indexing_slicing)]
 
-/// Appends a varint-encoded `u64` (LEB128, at most 10 bytes) to a `Vec` or, where a short
-/// encoding should stay off the heap, a `SmallVec`.
-pub fn put_varint64(dst: &mut impl Extend<u8>, mut v: u64) {
+/// Appends a varint-encoded `u64` (LEB128, at most 10 bytes).
+pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
-        dst.extend([(v as u8) | 0x80]);
+        dst.push((v as u8) | 0x80);
         v >>= 7;
     }
-    dst.extend([v as u8]);
+    dst.push(v as u8);
 }
 
 /// Appends a varint-encoded `u32`.
-pub fn put_varint32(dst: &mut impl Extend<u8>, v: u32) {
+pub fn put_varint32(dst: &mut Vec<u8>, v: u32) {
     put_varint64(dst, u64::from(v));
 }
 

@@ -228,10 +228,27 @@ impl ValuePointer {
     }
 
     /// Appends the varint encoding: segment, offset, len.
-    pub fn encode_to(&self, dst: &mut impl Extend<u8>) {
+    pub fn encode_to(&self, dst: &mut Vec<u8>) {
         put_varint64(dst, self.segment.0);
         put_varint64(dst, self.offset);
         put_varint32(dst, self.len);
+    }
+
+    /// The encoding, written at the start of `buf` on the caller's stack (a memtable insert then
+    /// needs no heap buffer for it).
+    pub fn encode_into<'a>(&self, buf: &'a mut [u8; Self::MAX_ENCODED_LEN]) -> &'a [u8] {
+        let mut n = 0;
+        // Three varints of at most 10, 10 and 5 bytes: `MAX_ENCODED_LEN` in all.
+        for mut v in [self.segment.0, self.offset, u64::from(self.len)] {
+            while v >= 0x80 {
+                buf[n] = (v as u8) | 0x80;
+                v >>= 7;
+                n += 1;
+            }
+            buf[n] = v as u8;
+            n += 1;
+        }
+        &buf[..n]
     }
 
     /// The encoding as a new vector.
@@ -283,6 +300,7 @@ mod tests {
     fn value_pointer_round_trip() {
         let p = ValuePointer { segment: SegmentId(7), offset: 1 << 33, len: 1045 };
         assert_eq!(ValuePointer::decode(&p.encode()), Some(p));
+        assert_eq!(p.encode_into(&mut [0; ValuePointer::MAX_ENCODED_LEN]), p.encode().as_slice());
         let mut trailing = p.encode();
         trailing.push(0);
         assert_eq!(ValuePointer::decode(&trailing), None);

@@ -38,7 +38,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
-use smallvec::SmallVec;
 
 use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink};
 use crate::compaction::picker::{InFlight, PickSettings};
@@ -334,9 +333,8 @@ impl Index for LsmIndex {
                 IndexEntry::Deletion => mem.insert(r.user_key, r.seq, ValueKind::Deletion, &[]),
                 IndexEntry::Inline(v) => mem.insert(r.user_key, r.seq, ValueKind::Inline, v),
                 IndexEntry::Pointer(p) => {
-                    let mut encoded = SmallVec::<[u8; ValuePointer::MAX_ENCODED_LEN]>::new();
-                    p.encode_to(&mut encoded);
-                    mem.insert(r.user_key, r.seq, ValueKind::Pointer, &encoded)
+                    let mut buf = [0; ValuePointer::MAX_ENCODED_LEN];
+                    mem.insert(r.user_key, r.seq, ValueKind::Pointer, p.encode_into(&mut buf))
                 }
             }
         }
