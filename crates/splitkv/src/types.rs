@@ -237,18 +237,23 @@ impl ValuePointer {
     /// The encoding, written at the start of `buf` on the caller's stack (a memtable insert then
     /// needs no heap buffer for it).
     pub fn encode_into<'a>(&self, buf: &'a mut [u8; Self::MAX_ENCODED_LEN]) -> &'a [u8] {
-        let mut n = 0;
         // Three varints of at most 10, 10 and 5 bytes: `MAX_ENCODED_LEN` in all.
+        let mut slots = buf.iter_mut();
+        let mut n = 0;
         for mut v in [self.segment.0, self.offset, u64::from(self.len)] {
-            while v >= 0x80 {
-                buf[n] = (v as u8) | 0x80;
+            loop {
+                let byte = if v >= 0x80 { (v as u8) | 0x80 } else { v as u8 };
+                if let Some(slot) = slots.next() {
+                    *slot = byte;
+                    n += 1;
+                }
                 v >>= 7;
-                n += 1;
+                if byte < 0x80 {
+                    break;
+                }
             }
-            buf[n] = v as u8;
-            n += 1;
         }
-        &buf[..n]
+        buf.get(..n).unwrap_or_default()
     }
 
     /// The encoding as a new vector.
