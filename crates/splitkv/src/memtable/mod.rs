@@ -1,10 +1,11 @@
-//! The memtable: recent writes, ordered by internal key, in a lock-free skiplist.
+//! The memtable: recent writes, ordered by internal key, in a lock-free arena skiplist
+//! ([`skiplist`]).
 //!
 //! Every committed write lands here after its value-log append; values at or above the value
 //! threshold are stored as encoded [`crate::types::ValuePointer`]s, smaller ones inline.
-//! Insertion is concurrent-safe (`crossbeam-skiplist`), but the write path inserts from one thread
-//! at a time (the group-commit leader), so entries become visible in sequence order; readers
-//! filter by sequence number anyway. A frozen (immutable) memtable is only read, then flushed.
+//! Insertion is concurrent-safe: pipelined write groups apply beside one another, so entries may
+//! become visible out of sequence order; readers filter by sequence number. A frozen (immutable)
+//! memtable is only read, then flushed.
 //!
 //! Range deletes sit beside the skiplist as a short list of [`RangeTombstone`]s with their
 //! [`Fragments`] (rebuilt on each new one: range deletes are rare next to point writes). A
@@ -14,24 +15,21 @@
 //! searching the skiplist.
 
 mod key_filter;
+mod skiplist;
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
 use self::key_filter::KeyFilter;
+use self::skiplist::{NodeRef, SkipList};
 use crate::iter::{EntryOrigin, InternalIterator};
 use crate::range_del::{Fragments, RangeTombstone};
-use crate::types::{
-    compare_internal_keys, pack_trailer, parse_internal_key, LogPosition, SegmentId, SequenceNumber, ValueKind,
-    TRAILER_LEN,
-};
+use crate::types::{pack_trailer, parse_internal_key, LogPosition, SegmentId, SequenceNumber, ValueKind, TRAILER_LEN};
 
 /// Rough per-entry overhead of the skiplist node, for size accounting.
 const ENTRY_OVERHEAD: usize = 64;
@@ -40,83 +38,18 @@ const ENTRY_OVERHEAD: usize = 64;
 /// value (a 16-byte key with a value pointer comes to about this).
 const FILTER_ENTRY_BYTES: usize = ENTRY_OVERHEAD + 32;
 
-/// Internal keys up to this long are stored inside the skiplist node itself: a 16-byte user key
-/// plus its trailer fits, so a search compares keys without chasing a pointer per node.
-const INLINE_KEY_BYTES: usize = 24;
+/// Internal keys up to this long are built on the stack (a 16-byte user key plus its trailer).
+const STACK_KEY_BYTES: usize = 32;
 
-/// An internal key as stored in the memtable, ordered by [`compare_internal_keys`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct MemKey(SmallVec<[u8; INLINE_KEY_BYTES]>);
+/// The arena grows by chunks of about this much (less for a small memtable).
+const ARENA_CHUNK_BYTES: usize = 1 << 20;
 
-impl MemKey {
-    fn new(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> Self {
-        let mut key = SmallVec::with_capacity(user_key.len() + TRAILER_LEN);
-        key.extend_from_slice(user_key);
-        key.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
-        MemKey(key)
-    }
-
-    fn from_encoded(ikey: &[u8]) -> Self {
-        MemKey(SmallVec::from_slice(ikey))
-    }
-
-    /// The encoded internal key.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl Ord for MemKey {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        compare_internal_keys(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for MemKey {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Values up to this long are stored inside the skiplist node: every value pointer (a 1 KiB
-/// value's pointer encodes in about 8 bytes) and tiny inline values then cost a put no
-/// allocation of their own.
-const SHORT_VALUE_BYTES: usize = 22;
-
-/// A version's value as the memtable keeps it: short ones in place, longer inline values as
-/// shared bytes, which a point read hands out without copying.
-#[derive(Clone)]
-enum MemValue {
-    Short { len: u8, bytes: [u8; SHORT_VALUE_BYTES] },
-    Shared(Bytes),
-}
-
-impl MemValue {
-    fn new(value: &[u8]) -> Self {
-        match u8::try_from(value.len()) {
-            Ok(len) if value.len() <= SHORT_VALUE_BYTES => {
-                let mut bytes = [0; SHORT_VALUE_BYTES];
-                bytes[..value.len()].copy_from_slice(value);
-                MemValue::Short { len, bytes }
-            }
-            _ => MemValue::Shared(Bytes::copy_from_slice(value)),
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            MemValue::Short { len, bytes } => &bytes[..usize::from(*len)],
-            MemValue::Shared(bytes) => bytes,
-        }
-    }
-
-    /// The value as bytes of its own: a copy of a short one, a shared handle otherwise.
-    fn to_bytes(&self) -> Bytes {
-        match self {
-            MemValue::Short { .. } => Bytes::copy_from_slice(self.as_slice()),
-            MemValue::Shared(bytes) => bytes.clone(),
-        }
-    }
+/// An internal key built for an insert or a search.
+fn internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> SmallVec<[u8; STACK_KEY_BYTES]> {
+    let mut key = SmallVec::with_capacity(user_key.len() + TRAILER_LEN);
+    key.extend_from_slice(user_key);
+    key.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+    key
 }
 
 /// What a memtable knows about a key at a sequence number.
@@ -133,7 +66,7 @@ pub enum Lookup {
 
 /// An ordered in-memory table of internal keys.
 pub struct Memtable {
-    map: SkipMap<MemKey, MemValue>,
+    map: SkipList,
     /// Every user key inserted into `map`.
     keys: KeyFilter,
     approximate_bytes: AtomicUsize,
@@ -156,7 +89,7 @@ impl Memtable {
     /// hold about `budget_bytes` (see [`Memtable::approximate_bytes`]).
     pub fn new(log_start: LogPosition, budget_bytes: usize) -> Self {
         Memtable {
-            map: SkipMap::new(),
+            map: SkipList::new((budget_bytes / 8).clamp(4 << 10, ARENA_CHUNK_BYTES)),
             keys: KeyFilter::with_capacity(budget_bytes / FILTER_ENTRY_BYTES),
             approximate_bytes: AtomicUsize::new(0),
             log_start,
@@ -199,13 +132,12 @@ impl Memtable {
 
     /// Inserts one version.
     pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind, value: &[u8]) {
-        let key = MemKey::new(user_key, seq, kind);
-        let value = MemValue::new(value);
-        self.approximate_bytes.fetch_add(key.0.len() + value.as_slice().len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        let key = internal_key(user_key, seq, kind);
+        self.approximate_bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.max_sequence.fetch_max(seq.0, Ordering::Relaxed);
         // Before the entry: a reader that finds the entry must find the key in the filter too.
         self.keys.insert(user_key);
-        self.map.insert(key, value);
+        self.map.insert(&key, value);
     }
 
     /// False only if no version of `user_key` and no range delete was ever inserted here (one
@@ -219,14 +151,14 @@ impl Memtable {
         if !self.keys.may_contain(user_key) {
             return Lookup::Absent;
         }
-        let target = MemKey::new(user_key, seq, ValueKind::FOR_SEEK);
-        let Some(entry) = self.map.lower_bound(Bound::Included(&target)) else {
+        let target = internal_key(user_key, seq, ValueKind::FOR_SEEK);
+        let Some(entry) = self.map.lower_bound(&target) else {
             return Lookup::Absent;
         };
-        match parse_internal_key(entry.key().as_bytes()) {
+        match parse_internal_key(entry.key()) {
             Some(p) if p.user_key == user_key => match p.kind {
                 ValueKind::Deletion => Lookup::Deleted,
-                kind => Lookup::Found(kind, entry.value().to_bytes(), p.sequence),
+                kind => Lookup::Found(kind, Bytes::copy_from_slice(entry.value()), p.sequence),
             },
             _ => Lookup::Absent,
         }
@@ -284,27 +216,18 @@ impl Memtable {
     }
 }
 
-type MemEntry = crossbeam_skiplist::map::Entry<'static, MemKey, MemValue>;
-
 /// Bidirectional cursor over a memtable.
 ///
-/// It holds the skiplist entry it is on and steps from it, so `next`/`prev` cost one link
-/// instead of a search from the top.
+/// It holds the node it is on and steps from it, so `next` costs one link instead of a search
+/// from the top (`prev` searches: the skiplist has no backward links).
 pub struct MemtableIterator {
-    // Field order matters: `current` borrows the skiplist inside `table` and is dropped first.
-    current: Option<MemEntry>,
+    current: Option<NodeRef>,
     table: Arc<Memtable>,
 }
 
 impl MemtableIterator {
-    fn pin(entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>>) -> Option<MemEntry> {
-        #[allow(unsafe_code)]
-        // SAFETY: the entry borrows the skiplist owned by `self.table`, an `Arc` this iterator
-        // holds for as long as it holds the entry (and drops after it, by field order); the
-        // skiplist never moves inside its `Arc`. Only the lifetime parameter changes.
-        entry.map(|e| unsafe {
-            std::mem::transmute::<crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>, MemEntry>(e)
-        })
+    fn node(&self) -> Option<&skiplist::Node> {
+        self.current.map(|n| n.get(&self.table.map))
     }
 }
 
@@ -314,37 +237,36 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn seek_to_first(&mut self) -> crate::Result<()> {
-        self.current = Self::pin(self.table.map.front());
+        self.current = self.table.map.first().map(NodeRef::new);
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> crate::Result<()> {
-        self.current = Self::pin(self.table.map.back());
+        self.current = self.table.map.last().map(NodeRef::new);
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
-        let target = MemKey::from_encoded(target);
-        self.current = Self::pin(self.table.map.lower_bound(Bound::Included(&target)));
+        self.current = self.table.map.lower_bound(target).map(NodeRef::new);
         Ok(())
     }
 
     fn next(&mut self) -> crate::Result<()> {
-        self.current = self.current.take().and_then(|e| e.next());
+        self.current = self.node().and_then(|n| self.table.map.next(n)).map(NodeRef::new);
         Ok(())
     }
 
     fn prev(&mut self) -> crate::Result<()> {
-        self.current = self.current.take().and_then(|e| e.prev());
+        self.current = self.node().and_then(|n| self.table.map.last_before(n.key())).map(NodeRef::new);
         Ok(())
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map(|e| e.key().as_bytes()).unwrap_or_default()
+        self.node().map(skiplist::Node::key).unwrap_or_default()
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map(|e| e.value().as_slice()).unwrap_or_default()
+        self.node().map(skiplist::Node::value).unwrap_or_default()
     }
 
     fn entry_origin(&self) -> EntryOrigin {

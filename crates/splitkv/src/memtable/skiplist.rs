@@ -1,0 +1,451 @@
+//! The memtable's ordered map: a concurrent skiplist whose nodes live in an arena.
+//!
+//! Each entry is one node carved out of the arena: a header, a tower of `height` links, then the
+//! key and the value bytes. Nothing is ever removed or moved, and the arena frees every node at
+//! once when the list is dropped, so a reader that holds the list may follow any link it loads
+//! for as long as it holds the list. Against a skiplist of separately allocated nodes
+//! (`crossbeam-skiplist`, which this replaced) a put allocates nothing of its own, a search pins
+//! no epoch and counts no references, and a node is about half the size.
+//!
+//! Insertion is lock-free between inserters, as in RocksDB's `InlineSkipList`: a node is linked
+//! bottom-up, each level with one compare-and-swap on its predecessor's link, searching that
+//! level again from the same predecessor if another insert got in first. A node's key, value and
+//! empty tower are written before its level-0 link is published (`Release`; readers load links
+//! with `Acquire`), so a reader that reaches a node sees it whole. A reader may find an upper
+//! link still empty while the node is being linked; that only sends its search down a level.
+//!
+//! Keys are ordered by [`compare_internal_keys`] and must be unique (the memtable's internal keys
+//! carry a sequence number).
+//!
+//! Thread-safety: `insert` and every read may run at once from any number of threads.
+
+use std::cmp::Ordering as KeyOrder;
+use std::mem::{align_of, size_of, MaybeUninit};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::types::compare_internal_keys;
+
+/// Tallest tower. With one node in four reaching each next level (LevelDB's branching), 12
+/// levels keep searches logarithmic up to about 4^12 = 16M entries, far past a memtable's.
+const MAX_HEIGHT: usize = 12;
+
+/// A node's fixed part; its tower, key and value follow it in the arena.
+#[repr(C)]
+pub(super) struct Node {
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+    _reserved: u32,
+}
+
+const HEADER_BYTES: usize = size_of::<Node>();
+const LINK_BYTES: usize = size_of::<AtomicPtr<Node>>();
+
+impl Node {
+    /// Bytes of a node with this tower, key and value.
+    fn size(height: usize, key_len: usize, value_len: usize) -> usize {
+        HEADER_BYTES + height * LINK_BYTES + key_len + value_len
+    }
+
+    /// The link to the next node at `level` (`level < height`).
+    fn next(&self, level: usize) -> &AtomicPtr<Node> {
+        debug_assert!(level < self.height as usize);
+        #[allow(unsafe_code)]
+        // SAFETY: the tower's `height` links follow the header inside this node's allocation,
+        // which is 8-aligned (the arena hands out 8-aligned blocks and the header is 16 bytes).
+        unsafe {
+            &*(self as *const Node).cast::<u8>().add(HEADER_BYTES + level * LINK_BYTES).cast::<AtomicPtr<Node>>()
+        }
+    }
+
+    fn bytes_after_tower(&self, skip: usize, len: u32) -> &[u8] {
+        #[allow(unsafe_code)]
+        // SAFETY: the key and value were written after the tower, inside this node's allocation,
+        // before the node was published; they never change afterwards.
+        unsafe {
+            let start = (self as *const Node).cast::<u8>().add(HEADER_BYTES + self.height as usize * LINK_BYTES);
+            std::slice::from_raw_parts(start.add(skip), len as usize)
+        }
+    }
+
+    pub(super) fn key(&self) -> &[u8] {
+        self.bytes_after_tower(0, self.key_len)
+    }
+
+    pub(super) fn value(&self) -> &[u8] {
+        self.bytes_after_tower(self.key_len as usize, self.value_len)
+    }
+}
+
+/// Bump allocation from chunks that never move; freed all at once.
+struct Arena {
+    chunks: Mutex<Chunks>,
+    chunk_words: usize,
+}
+
+struct Chunks {
+    /// 8-byte words, so that every block handed out is 8-aligned.
+    all: Vec<Box<[MaybeUninit<u64>]>>,
+    /// Words of the last chunk handed out.
+    used: usize,
+}
+
+impl Arena {
+    fn new(chunk_bytes: usize) -> Self {
+        Arena { chunks: Mutex::new(Chunks { all: Vec::new(), used: 0 }), chunk_words: chunk_bytes.div_ceil(8).max(1) }
+    }
+
+    /// A block of `bytes` (8-aligned, uninitialised) that lives as long as the arena.
+    fn alloc(&self, bytes: usize) -> NonNull<u8> {
+        let words = bytes.div_ceil(8);
+        let mut chunks = self.chunks.lock();
+        let room = chunks.all.last().map_or(0, |last| last.len() - chunks.used);
+        if words > room {
+            let size = words.max(self.chunk_words);
+            chunks.all.push(std::iter::repeat_with(MaybeUninit::uninit).take(size).collect());
+            chunks.used = 0;
+        }
+        let used = chunks.used;
+        chunks.used += words;
+        let last = chunks.all.last_mut().map(|chunk| chunk.as_mut_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: the last chunk has `words` unused words from `used` on (made sure above); a
+        // chunk's heap block does not move when `all` grows, and is freed only with the arena.
+        unsafe {
+            NonNull::new_unchecked(last.unwrap_or(ptr::null_mut()).add(used).cast::<u8>())
+        }
+    }
+}
+
+/// The ordered map itself; see the module header.
+pub(super) struct SkipList {
+    arena: Arena,
+    /// A node without key whose tower is `MAX_HEIGHT` tall: every search starts here.
+    head: NonNull<Node>,
+    /// The tallest tower linked so far (at least 1).
+    height: AtomicUsize,
+    len: AtomicUsize,
+    /// Drawn from for tower heights (a Weyl sequence, mixed).
+    seed: AtomicU64,
+}
+
+#[allow(unsafe_code)]
+// SAFETY: the list owns its arena; the raw pointers point into it and nodes are only mutated
+// through their atomic links, so sharing and sending the list is as safe as sharing the arena.
+unsafe impl Send for SkipList {}
+#[allow(unsafe_code)]
+// SAFETY: as above.
+unsafe impl Sync for SkipList {}
+
+impl SkipList {
+    /// An empty list whose arena grows by chunks of about `chunk_bytes`.
+    pub(super) fn new(chunk_bytes: usize) -> Self {
+        let arena = Arena::new(chunk_bytes);
+        let head = Self::new_node(&arena, MAX_HEIGHT, &[], &[]);
+        SkipList { arena, head, height: AtomicUsize::new(1), len: AtomicUsize::new(0), seed: AtomicU64::new(0) }
+    }
+
+    /// Writes a node with an empty tower into the arena.
+    fn new_node(arena: &Arena, height: usize, key: &[u8], value: &[u8]) -> NonNull<Node> {
+        debug_assert!(align_of::<Node>() <= 8 && align_of::<AtomicPtr<Node>>() <= 8);
+        let (Ok(key_len), Ok(value_len)) = (u32::try_from(key.len()), u32::try_from(value.len())) else {
+            // The value log's records already limit a key and value to 4 GiB together.
+            panic!("memtable entry over 4 GiB");
+        };
+        let block = arena.alloc(Node::size(height, key.len(), value.len()));
+        let node = block.cast::<Node>();
+        #[allow(unsafe_code)]
+        // SAFETY: `block` is a fresh, 8-aligned block of `Node::size` bytes that nothing else
+        // sees yet: header, tower, key and value are written inside it, in that order.
+        unsafe {
+            node.as_ptr().write(Node { key_len, value_len, height: height as u32, _reserved: 0 });
+            let tower = block.as_ptr().add(HEADER_BYTES).cast::<AtomicPtr<Node>>();
+            for level in 0..height {
+                tower.add(level).write(AtomicPtr::new(ptr::null_mut()));
+            }
+            let data = block.as_ptr().add(HEADER_BYTES + height * LINK_BYTES);
+            ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
+            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
+        }
+        node
+    }
+
+    fn head(&self) -> &Node {
+        #[allow(unsafe_code)]
+        // SAFETY: the head lives in the arena as long as the list.
+        unsafe {
+            self.head.as_ref()
+        }
+    }
+
+    /// The node a loaded link points to, `None` at the end of a level.
+    fn follow(&self, link: *mut Node) -> Option<&Node> {
+        #[allow(unsafe_code)]
+        // SAFETY: a non-null link was published (`Release`) after its node was written whole,
+        // and was loaded with `Acquire`; the node lives in the arena as long as the list.
+        unsafe {
+            link.as_ref()
+        }
+    }
+
+    fn is_head(&self, node: &Node) -> bool {
+        ptr::eq(node, self.head.as_ptr())
+    }
+
+    fn random_height(&self) -> usize {
+        let mut z = self.seed.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let mut height = 1;
+        while height < MAX_HEIGHT && z & 3 == 0 {
+            height += 1;
+            z >>= 2;
+        }
+        height
+    }
+
+    /// Number of entries.
+    pub(super) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.first().is_none()
+    }
+
+    /// Inserts `key` (not already present) with `value`.
+    pub(super) fn insert(&self, key: &[u8], value: &[u8]) {
+        let height = self.random_height();
+        let node = Self::new_node(&self.arena, height, key, value);
+        let mut list_height = self.height.load(Ordering::Relaxed);
+        while height > list_height {
+            match self.height.compare_exchange_weak(list_height, height, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => list_height = height,
+                Err(seen) => list_height = seen,
+            }
+        }
+        // Where the key goes at every level, found from the top down.
+        let mut prev: [&Node; MAX_HEIGHT] = [self.head(); MAX_HEIGHT];
+        let mut next: [*mut Node; MAX_HEIGHT] = [ptr::null_mut(); MAX_HEIGHT];
+        let mut start = self.head();
+        for level in (0..list_height).rev() {
+            (prev[level], next[level]) = self.splice(key, start, level);
+            start = prev[level];
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: written whole by `new_node`; lives in the arena as long as the list.
+        let new = unsafe { node.as_ref() };
+        for level in 0..height {
+            loop {
+                new.next(level).store(next[level], Ordering::Relaxed);
+                let published = prev[level].next(level).compare_exchange(
+                    next[level],
+                    node.as_ptr(),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
+                if published.is_ok() {
+                    break;
+                }
+                // Another insert linked a node here first: search this level again from the same
+                // predecessor, which still comes before the key (nothing is ever removed).
+                (prev[level], next[level]) = self.splice(key, prev[level], level);
+            }
+        }
+        self.len.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The last node before `key` at `level` from `start` on (which must come before it), and
+    /// the link that follows it.
+    fn splice<'a>(&'a self, key: &[u8], start: &'a Node, level: usize) -> (&'a Node, *mut Node) {
+        let mut before = start;
+        loop {
+            let after = before.next(level).load(Ordering::Acquire);
+            match self.follow(after) {
+                Some(node) if compare_internal_keys(node.key(), key) == KeyOrder::Less => before = node,
+                _ => return (before, after),
+            }
+        }
+    }
+
+    /// The first node, if any.
+    pub(super) fn first(&self) -> Option<&Node> {
+        self.follow(self.head().next(0).load(Ordering::Acquire))
+    }
+
+    /// The node after `node`.
+    pub(super) fn next(&self, node: &Node) -> Option<&Node> {
+        self.follow(node.next(0).load(Ordering::Acquire))
+    }
+
+    /// The first node whose key is `>= key`.
+    pub(super) fn lower_bound(&self, key: &[u8]) -> Option<&Node> {
+        let mut x = self.head();
+        let mut level = self.height.load(Ordering::Relaxed) - 1;
+        loop {
+            let next = self.follow(x.next(level).load(Ordering::Acquire));
+            match next {
+                Some(node) if compare_internal_keys(node.key(), key) == KeyOrder::Less => x = node,
+                _ if level == 0 => return next,
+                _ => level -= 1,
+            }
+        }
+    }
+
+    /// The last node whose key is `< key`.
+    pub(super) fn last_before(&self, key: &[u8]) -> Option<&Node> {
+        let mut x = self.head();
+        let mut level = self.height.load(Ordering::Relaxed) - 1;
+        loop {
+            match self.follow(x.next(level).load(Ordering::Acquire)) {
+                Some(node) if compare_internal_keys(node.key(), key) == KeyOrder::Less => x = node,
+                _ if level == 0 => return (!self.is_head(x)).then_some(x),
+                _ => level -= 1,
+            }
+        }
+    }
+
+    /// The last node, if any.
+    pub(super) fn last(&self) -> Option<&Node> {
+        let mut x = self.head();
+        let mut level = self.height.load(Ordering::Relaxed) - 1;
+        loop {
+            match self.follow(x.next(level).load(Ordering::Acquire)) {
+                Some(node) => x = node,
+                None if level == 0 => return (!self.is_head(x)).then_some(x),
+                None => level -= 1,
+            }
+        }
+    }
+}
+
+/// A position in a [`SkipList`], valid as long as the list it came from.
+#[derive(Clone, Copy)]
+pub(super) struct NodeRef(NonNull<Node>);
+
+impl NodeRef {
+    pub(super) fn new(node: &Node) -> Self {
+        NodeRef(NonNull::from(node))
+    }
+
+    /// The node; `list` must be the list this position came from.
+    pub(super) fn get<'a>(&self, list: &'a SkipList) -> &'a Node {
+        let _ = list;
+        #[allow(unsafe_code)]
+        // SAFETY: the node lives in `list`'s arena, which the caller's borrow keeps alive.
+        unsafe {
+            self.0.as_ref()
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+// SAFETY: a `NodeRef` is only dereferenced through `get`, against the list that owns the node.
+unsafe impl Send for NodeRef {}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::types::{internal_key, user_key, SequenceNumber, ValueKind};
+
+    fn key(k: u32, seq: u64) -> Vec<u8> {
+        internal_key(format!("k{k:06}").as_bytes(), SequenceNumber(seq), ValueKind::Inline)
+    }
+
+    fn forward(list: &SkipList) -> Vec<Vec<u8>> {
+        std::iter::successors(list.first(), |n| list.next(n)).map(|n| n.key().to_vec()).collect()
+    }
+
+    #[test]
+    fn keeps_entries_in_internal_key_order_with_their_values() {
+        let list = SkipList::new(256);
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut model = BTreeSet::new();
+        for seq in 1..2000u64 {
+            let k = key(rng.gen_range(0..500), seq);
+            list.insert(&k, &seq.to_le_bytes()[..(seq % 9) as usize]);
+            model.insert(k);
+        }
+        let mut expected: Vec<Vec<u8>> = model.into_iter().collect();
+        expected.sort_by(|a, b| compare_internal_keys(a, b));
+        assert_eq!(forward(&list), expected);
+        assert_eq!(list.len(), expected.len());
+        for n in std::iter::successors(list.first(), |n| list.next(n)) {
+            let seq = u64::from_le_bytes(n.key()[n.key().len() - 8..].try_into().unwrap()) >> 8;
+            assert_eq!(n.value(), &seq.to_le_bytes()[..(seq % 9) as usize]);
+        }
+    }
+
+    #[test]
+    fn searches_find_neighbours() {
+        let list = SkipList::new(4096);
+        assert!(list.is_empty() && list.first().is_none() && list.last().is_none());
+        for k in (0..100).map(|i| i * 2) {
+            list.insert(&key(k, 1), b"v");
+        }
+        let at = |n: Option<&Node>| n.map(|n| user_key(n.key()).to_vec());
+        assert_eq!(at(list.lower_bound(&key(10, 1))), Some(b"k000010".to_vec()));
+        assert_eq!(at(list.lower_bound(&key(11, 1))), Some(b"k000012".to_vec()));
+        assert_eq!(at(list.lower_bound(&key(199, 1))), None);
+        assert_eq!(at(list.last_before(&key(10, 1))), Some(b"k000008".to_vec()));
+        assert_eq!(at(list.last_before(&key(0, 1))), None);
+        assert_eq!(at(list.last()), Some(b"k000198".to_vec()));
+        assert_eq!(at(list.first()), Some(b"k000000".to_vec()));
+    }
+
+    #[test]
+    fn large_entries_get_chunks_of_their_own() {
+        let list = SkipList::new(64);
+        let big = vec![7u8; 10_000];
+        list.insert(&key(1, 1), &big);
+        list.insert(&key(2, 1), b"small");
+        assert_eq!(list.first().map(Node::value), Some(&big[..]));
+        assert_eq!(list.last().map(Node::value), Some(&b"small"[..]));
+    }
+
+    #[test]
+    fn concurrent_inserts_lose_nothing_and_readers_see_order() {
+        let list = Arc::new(SkipList::new(1 << 16));
+        let writers: Vec<_> = (0..4u32)
+            .map(|t| {
+                let list = Arc::clone(&list);
+                std::thread::spawn(move || {
+                    for i in 0..5000u32 {
+                        list.insert(&key(i * 4 + t, u64::from(t)), &i.to_le_bytes());
+                    }
+                })
+            })
+            .collect();
+        let reader = {
+            let list = Arc::clone(&list);
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let keys = forward(&list);
+                    assert!(keys.windows(2).all(|w| compare_internal_keys(&w[0], &w[1]) == KeyOrder::Less));
+                }
+            })
+        };
+        for w in writers {
+            w.join().unwrap();
+        }
+        reader.join().unwrap();
+        let keys = forward(&list);
+        assert_eq!(keys.len(), 20_000);
+        assert_eq!(list.len(), 20_000);
+        assert!(keys.windows(2).all(|w| compare_internal_keys(&w[0], &w[1]) == KeyOrder::Less));
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(user_key(k), format!("k{i:06}").as_bytes());
+            assert!(list.lower_bound(k).is_some_and(|n| n.key() == k.as_slice()));
+        }
+    }
+}
