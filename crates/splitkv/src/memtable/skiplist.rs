@@ -5,7 +5,8 @@
 //! once when the list is dropped, so a reader that holds the list may follow any link it loads
 //! for as long as it holds the list. Against a skiplist of separately allocated nodes
 //! (`crossbeam-skiplist`, which this replaced) a put allocates nothing of its own, a search pins
-//! no epoch and counts no references, and a node is about half the size.
+//! no epoch and counts no references, and a node is smaller (no reference count, key and value
+//! bytes packed after the tower).
 //!
 //! Insertion is lock-free between inserters, as in RocksDB's `InlineSkipList`: a node is linked
 //! bottom-up, each level with one compare-and-swap on its predecessor's link, searching that
@@ -20,6 +21,7 @@
 //! Thread-safety: `insert` and every read may run at once from any number of threads.
 
 use std::cmp::Ordering as KeyOrder;
+use std::marker::PhantomData;
 use std::mem::{align_of, size_of, MaybeUninit};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -32,90 +34,153 @@ use crate::types::compare_internal_keys;
 /// levels keep searches logarithmic up to about 4^12 = 16M entries, far past a memtable's.
 const MAX_HEIGHT: usize = 12;
 
-/// A node's fixed part; its tower, key and value follow it in the arena.
+/// A node's fixed part; its tower, key and value follow it in the arena. Never changed once
+/// written.
 #[repr(C)]
-pub(super) struct Node {
+struct Header {
     key_len: u32,
     value_len: u32,
     height: u32,
     _reserved: u32,
 }
 
-const HEADER_BYTES: usize = size_of::<Node>();
-const LINK_BYTES: usize = size_of::<AtomicPtr<Node>>();
+const HEADER_BYTES: usize = size_of::<Header>();
+const LINK_BYTES: usize = size_of::<AtomicPtr<Header>>();
 
-impl Node {
-    /// Bytes of a node with this tower, key and value.
-    fn size(height: usize, key_len: usize, value_len: usize) -> usize {
-        HEADER_BYTES + height * LINK_BYTES + key_len + value_len
-    }
+/// Bytes of a node with this tower, key and value.
+fn node_size(height: usize, key_len: usize, value_len: usize) -> usize {
+    HEADER_BYTES + height * LINK_BYTES + key_len + value_len
+}
 
-    /// The link to the next node at `level` (`level < height`).
-    fn next(&self, level: usize) -> &AtomicPtr<Node> {
-        debug_assert!(level < self.height as usize);
+/// A node of a list borrowed for `'a`. It is a pointer that keeps the arena's provenance over
+/// the whole node (a `&Header` would only cover the header), so the tower, key and value are
+/// reached through it.
+#[derive(Clone, Copy)]
+pub(super) struct Node<'a> {
+    ptr: NonNull<Header>,
+    _list: PhantomData<&'a SkipList>,
+}
+
+impl<'a> Node<'a> {
+    fn header(self) -> &'a Header {
         #[allow(unsafe_code)]
-        // SAFETY: the tower's `height` links follow the header inside this node's allocation,
-        // which is 8-aligned (the arena hands out 8-aligned blocks and the header is 16 bytes).
+        // SAFETY: the header was written before the node was published and never changes; the
+        // node lives in the arena for as long as the list is borrowed (`'a`).
         unsafe {
-            &*(self as *const Node).cast::<u8>().add(HEADER_BYTES + level * LINK_BYTES).cast::<AtomicPtr<Node>>()
+            self.ptr.as_ref()
         }
     }
 
-    fn bytes_after_tower(&self, skip: usize, len: u32) -> &[u8] {
+    /// The link to the next node at `level` (`level < height`).
+    fn next(self, level: usize) -> &'a AtomicPtr<Header> {
+        debug_assert!(level < self.header().height as usize);
         #[allow(unsafe_code)]
-        // SAFETY: the key and value were written after the tower, inside this node's allocation,
+        // SAFETY: the tower's `height` links follow the header inside the node's block, which
+        // is 8-aligned (the arena hands out 8-aligned blocks and the header is 16 bytes); links
+        // are only ever accessed atomically.
+        unsafe {
+            &*self.ptr.as_ptr().cast::<u8>().add(HEADER_BYTES + level * LINK_BYTES).cast::<AtomicPtr<Header>>()
+        }
+    }
+
+    fn bytes_after_tower(self, skip: usize, len: u32) -> &'a [u8] {
+        let header = self.header();
+        #[allow(unsafe_code)]
+        // SAFETY: the key and value were written after the tower, inside the node's block,
         // before the node was published; they never change afterwards.
         unsafe {
-            let start = (self as *const Node).cast::<u8>().add(HEADER_BYTES + self.height as usize * LINK_BYTES);
+            let start = self.ptr.as_ptr().cast::<u8>().add(HEADER_BYTES + header.height as usize * LINK_BYTES);
             std::slice::from_raw_parts(start.add(skip), len as usize)
         }
     }
 
-    pub(super) fn key(&self) -> &[u8] {
-        self.bytes_after_tower(0, self.key_len)
+    pub(super) fn key(self) -> &'a [u8] {
+        self.bytes_after_tower(0, self.header().key_len)
     }
 
-    pub(super) fn value(&self) -> &[u8] {
-        self.bytes_after_tower(self.key_len as usize, self.value_len)
+    pub(super) fn value(self) -> &'a [u8] {
+        let header = self.header();
+        self.bytes_after_tower(header.key_len as usize, header.value_len)
+    }
+
+    /// The node as a position that outlives the borrow (see [`SkipList::at`]).
+    pub(super) fn position(self) -> Position {
+        Position(self.ptr)
     }
 }
 
-/// Bump allocation from chunks that never move; freed all at once.
+/// Where a node is, kept by a cursor across calls; only [`SkipList::at`] of the same list turns
+/// it back into a node.
+#[derive(Clone, Copy)]
+pub(super) struct Position(NonNull<Header>);
+
+#[allow(unsafe_code)]
+// SAFETY: a position is an address; it is only dereferenced through `SkipList::at`, whose
+// caller vouches that the list owning the node is alive.
+unsafe impl Send for Position {}
+#[allow(unsafe_code)]
+// SAFETY: as above.
+unsafe impl Sync for Position {}
+
+/// Bump allocation from chunks that never move; freed all at once when dropped.
 struct Arena {
     chunks: Mutex<Chunks>,
     chunk_words: usize,
 }
 
+/// Chunks of 8-byte words (so that every block handed out is 8-aligned), held as raw pointers:
+/// blocks handed out are written and read by other threads while new blocks are carved.
 struct Chunks {
-    /// 8-byte words, so that every block handed out is 8-aligned.
-    all: Vec<Box<[MaybeUninit<u64>]>>,
-    /// Words of the last chunk handed out.
-    used: usize,
+    all: Vec<(NonNull<u64>, usize)>,
+    /// The chunk blocks are carved from: its next free word and the words left in it.
+    next: Option<NonNull<u64>>,
+    left: usize,
 }
+
+#[allow(unsafe_code)]
+// SAFETY: the chunks are plain heap memory owned by the arena; the pointers carry no thread
+// affinity.
+unsafe impl Send for Chunks {}
 
 impl Arena {
     fn new(chunk_bytes: usize) -> Self {
-        Arena { chunks: Mutex::new(Chunks { all: Vec::new(), used: 0 }), chunk_words: chunk_bytes.div_ceil(8).max(1) }
+        let chunks = Chunks { all: Vec::new(), next: None, left: 0 };
+        Arena { chunks: Mutex::new(chunks), chunk_words: chunk_bytes.div_ceil(8).max(1) }
     }
 
     /// A block of `bytes` (8-aligned, uninitialised) that lives as long as the arena.
     fn alloc(&self, bytes: usize) -> NonNull<u8> {
         let words = bytes.div_ceil(8);
         let mut chunks = self.chunks.lock();
-        let room = chunks.all.last().map_or(0, |last| last.len() - chunks.used);
-        if words > room {
-            let size = words.max(self.chunk_words);
-            chunks.all.push(std::iter::repeat_with(MaybeUninit::uninit).take(size).collect());
-            chunks.used = 0;
-        }
-        let used = chunks.used;
-        chunks.used += words;
-        let last = chunks.all.last_mut().map(|chunk| chunk.as_mut_ptr());
+        let start = match chunks.next {
+            Some(next) if words <= chunks.left => next,
+            _ => {
+                let len = words.max(self.chunk_words);
+                let chunk = NonNull::from(Box::leak(Box::<[u64]>::new_uninit_slice(len))).cast::<u64>();
+                chunks.all.push((chunk, len));
+                chunks.left = len;
+                chunk
+            }
+        };
         #[allow(unsafe_code)]
-        // SAFETY: the last chunk has `words` unused words from `used` on (made sure above); a
-        // chunk's heap block does not move when `all` grows, and is freed only with the arena.
-        unsafe {
-            NonNull::new_unchecked(last.unwrap_or(ptr::null_mut()).add(used).cast::<u8>())
+        // SAFETY: `start` has at least `words` free words before the end of its chunk (checked
+        // above), so the new free pointer stays inside the chunk or one past its end.
+        let next = unsafe { start.add(words) };
+        chunks.next = Some(next);
+        chunks.left -= words;
+        start.cast::<u8>()
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        for &(chunk, len) in &self.chunks.get_mut().all {
+            #[allow(unsafe_code)]
+            // SAFETY: each chunk came from `Box::leak` of a boxed slice of `len` words, and is
+            // freed once, here, when nothing can reach the arena any more.
+            drop(unsafe {
+                Box::from_raw(ptr::slice_from_raw_parts_mut(chunk.as_ptr().cast::<MaybeUninit<u64>>(), len))
+            });
         }
     }
 }
@@ -124,7 +189,7 @@ impl Arena {
 pub(super) struct SkipList {
     arena: Arena,
     /// A node without key whose tower is `MAX_HEIGHT` tall: every search starts here.
-    head: NonNull<Node>,
+    head: NonNull<Header>,
     /// The tallest tower linked so far (at least 1).
     height: AtomicUsize,
     len: AtomicUsize,
@@ -149,20 +214,20 @@ impl SkipList {
     }
 
     /// Writes a node with an empty tower into the arena.
-    fn new_node(arena: &Arena, height: usize, key: &[u8], value: &[u8]) -> NonNull<Node> {
-        debug_assert!(align_of::<Node>() <= 8 && align_of::<AtomicPtr<Node>>() <= 8);
+    fn new_node(arena: &Arena, height: usize, key: &[u8], value: &[u8]) -> NonNull<Header> {
+        debug_assert!(align_of::<Header>() <= 8 && align_of::<AtomicPtr<Header>>() <= 8);
         let (Ok(key_len), Ok(value_len)) = (u32::try_from(key.len()), u32::try_from(value.len())) else {
-            // The value log's records already limit a key and value to 4 GiB together.
+            // Unreachable: the value log refuses a record (key and value together) over 4 GiB
+            // before anything is applied to the memtable.
             panic!("memtable entry over 4 GiB");
         };
-        let block = arena.alloc(Node::size(height, key.len(), value.len()));
-        let node = block.cast::<Node>();
+        let block = arena.alloc(node_size(height, key.len(), value.len()));
         #[allow(unsafe_code)]
-        // SAFETY: `block` is a fresh, 8-aligned block of `Node::size` bytes that nothing else
+        // SAFETY: `block` is a fresh, 8-aligned block of `node_size` bytes that nothing else
         // sees yet: header, tower, key and value are written inside it, in that order.
         unsafe {
-            node.as_ptr().write(Node { key_len, value_len, height: height as u32, _reserved: 0 });
-            let tower = block.as_ptr().add(HEADER_BYTES).cast::<AtomicPtr<Node>>();
+            block.as_ptr().cast::<Header>().write(Header { key_len, value_len, height: height as u32, _reserved: 0 });
+            let tower = block.as_ptr().add(HEADER_BYTES).cast::<AtomicPtr<Header>>();
             for level in 0..height {
                 tower.add(level).write(AtomicPtr::new(ptr::null_mut()));
             }
@@ -170,33 +235,34 @@ impl SkipList {
             ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
             ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
         }
-        node
+        block.cast::<Header>()
     }
 
-    fn head(&self) -> &Node {
-        #[allow(unsafe_code)]
-        // SAFETY: the head lives in the arena as long as the list.
-        unsafe {
-            self.head.as_ref()
-        }
+    fn node(&self, ptr: NonNull<Header>) -> Node<'_> {
+        Node { ptr, _list: PhantomData }
     }
 
-    /// The node a loaded link points to, `None` at the end of a level.
-    fn follow(&self, link: *mut Node) -> Option<&Node> {
-        #[allow(unsafe_code)]
-        // SAFETY: a non-null link was published (`Release`) after its node was written whole,
-        // and was loaded with `Acquire`; the node lives in the arena as long as the list.
-        unsafe {
-            link.as_ref()
-        }
+    fn head(&self) -> Node<'_> {
+        self.node(self.head)
     }
 
-    fn is_head(&self, node: &Node) -> bool {
-        ptr::eq(node, self.head.as_ptr())
+    /// The node a loaded link points to, `None` at the end of a level. A non-null link was
+    /// published (`Release`) after its node was written whole, and was loaded with `Acquire`.
+    fn follow(&self, link: *mut Header) -> Option<Node<'_>> {
+        NonNull::new(link).map(|ptr| self.node(ptr))
+    }
+
+    /// The node at `position`.
+    ///
+    /// # Safety
+    /// `position` must come from a node of this list.
+    #[allow(unsafe_code)]
+    pub(super) unsafe fn at(&self, position: Position) -> Node<'_> {
+        self.node(position.0)
     }
 
     fn random_height(&self) -> usize {
-        let mut z = self.seed.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+        let mut z = self.seed.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed).wrapping_add(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 31;
@@ -229,16 +295,15 @@ impl SkipList {
             }
         }
         // Where the key goes at every level, found from the top down.
-        let mut prev: [&Node; MAX_HEIGHT] = [self.head(); MAX_HEIGHT];
-        let mut next: [*mut Node; MAX_HEIGHT] = [ptr::null_mut(); MAX_HEIGHT];
+        let mut prev = [self.head(); MAX_HEIGHT];
+        let mut next = [ptr::null_mut(); MAX_HEIGHT];
         let mut start = self.head();
         for level in (0..list_height).rev() {
             (prev[level], next[level]) = self.splice(key, start, level);
             start = prev[level];
         }
-        #[allow(unsafe_code)]
-        // SAFETY: written whole by `new_node`; lives in the arena as long as the list.
-        let new = unsafe { node.as_ref() };
+        debug_assert!(self.follow(next[0]).is_none_or(|n| n.key() != key), "duplicate memtable key");
+        let new = self.node(node);
         for level in 0..height {
             loop {
                 new.next(level).store(next[level], Ordering::Relaxed);
@@ -261,7 +326,7 @@ impl SkipList {
 
     /// The last node before `key` at `level` from `start` on (which must come before it), and
     /// the link that follows it.
-    fn splice<'a>(&'a self, key: &[u8], start: &'a Node, level: usize) -> (&'a Node, *mut Node) {
+    fn splice<'a>(&'a self, key: &[u8], start: Node<'a>, level: usize) -> (Node<'a>, *mut Header) {
         let mut before = start;
         loop {
             let after = before.next(level).load(Ordering::Acquire);
@@ -273,17 +338,17 @@ impl SkipList {
     }
 
     /// The first node, if any.
-    pub(super) fn first(&self) -> Option<&Node> {
+    pub(super) fn first(&self) -> Option<Node<'_>> {
         self.follow(self.head().next(0).load(Ordering::Acquire))
     }
 
     /// The node after `node`.
-    pub(super) fn next(&self, node: &Node) -> Option<&Node> {
+    pub(super) fn next<'a>(&'a self, node: Node<'a>) -> Option<Node<'a>> {
         self.follow(node.next(0).load(Ordering::Acquire))
     }
 
     /// The first node whose key is `>= key`.
-    pub(super) fn lower_bound(&self, key: &[u8]) -> Option<&Node> {
+    pub(super) fn lower_bound(&self, key: &[u8]) -> Option<Node<'_>> {
         let mut x = self.head();
         let mut level = self.height.load(Ordering::Relaxed) - 1;
         loop {
@@ -297,55 +362,31 @@ impl SkipList {
     }
 
     /// The last node whose key is `< key`.
-    pub(super) fn last_before(&self, key: &[u8]) -> Option<&Node> {
+    pub(super) fn last_before(&self, key: &[u8]) -> Option<Node<'_>> {
         let mut x = self.head();
         let mut level = self.height.load(Ordering::Relaxed) - 1;
         loop {
             match self.follow(x.next(level).load(Ordering::Acquire)) {
                 Some(node) if compare_internal_keys(node.key(), key) == KeyOrder::Less => x = node,
-                _ if level == 0 => return (!self.is_head(x)).then_some(x),
+                _ if level == 0 => return (x.ptr != self.head).then_some(x),
                 _ => level -= 1,
             }
         }
     }
 
     /// The last node, if any.
-    pub(super) fn last(&self) -> Option<&Node> {
+    pub(super) fn last(&self) -> Option<Node<'_>> {
         let mut x = self.head();
         let mut level = self.height.load(Ordering::Relaxed) - 1;
         loop {
             match self.follow(x.next(level).load(Ordering::Acquire)) {
                 Some(node) => x = node,
-                None if level == 0 => return (!self.is_head(x)).then_some(x),
+                None if level == 0 => return (x.ptr != self.head).then_some(x),
                 None => level -= 1,
             }
         }
     }
 }
-
-/// A position in a [`SkipList`], valid as long as the list it came from.
-#[derive(Clone, Copy)]
-pub(super) struct NodeRef(NonNull<Node>);
-
-impl NodeRef {
-    pub(super) fn new(node: &Node) -> Self {
-        NodeRef(NonNull::from(node))
-    }
-
-    /// The node; `list` must be the list this position came from.
-    pub(super) fn get<'a>(&self, list: &'a SkipList) -> &'a Node {
-        let _ = list;
-        #[allow(unsafe_code)]
-        // SAFETY: the node lives in `list`'s arena, which the caller's borrow keeps alive.
-        unsafe {
-            self.0.as_ref()
-        }
-    }
-}
-
-#[allow(unsafe_code)]
-// SAFETY: a `NodeRef` is only dereferenced through `get`, against the list that owns the node.
-unsafe impl Send for NodeRef {}
 
 #[cfg(test)]
 mod tests {
@@ -363,7 +404,7 @@ mod tests {
     }
 
     fn forward(list: &SkipList) -> Vec<Vec<u8>> {
-        std::iter::successors(list.first(), |n| list.next(n)).map(|n| n.key().to_vec()).collect()
+        std::iter::successors(list.first(), |n| list.next(*n)).map(|n| n.key().to_vec()).collect()
     }
 
     #[test]
@@ -380,7 +421,7 @@ mod tests {
         expected.sort_by(|a, b| compare_internal_keys(a, b));
         assert_eq!(forward(&list), expected);
         assert_eq!(list.len(), expected.len());
-        for n in std::iter::successors(list.first(), |n| list.next(n)) {
+        for n in std::iter::successors(list.first(), |n| list.next(*n)) {
             let seq = u64::from_le_bytes(n.key()[n.key().len() - 8..].try_into().unwrap()) >> 8;
             assert_eq!(n.value(), &seq.to_le_bytes()[..(seq % 9) as usize]);
         }
@@ -393,7 +434,7 @@ mod tests {
         for k in (0..100).map(|i| i * 2) {
             list.insert(&key(k, 1), b"v");
         }
-        let at = |n: Option<&Node>| n.map(|n| user_key(n.key()).to_vec());
+        let at = |n: Option<Node<'_>>| n.map(|n| user_key(n.key()).to_vec());
         assert_eq!(at(list.lower_bound(&key(10, 1))), Some(b"k000010".to_vec()));
         assert_eq!(at(list.lower_bound(&key(11, 1))), Some(b"k000012".to_vec()));
         assert_eq!(at(list.lower_bound(&key(199, 1))), None);
