@@ -147,3 +147,61 @@ fn manual_compaction_excludes_background_workers_and_is_reported() {
         assert!(recorder.0.lock().expect("recorder lock").iter().any(|e| e.reason == PickReason::Manual));
     }
 }
+
+/// Signals every event to a waiting test.
+#[derive(Default)]
+struct Waiter {
+    events: Mutex<Vec<CompactionEvent>>,
+    arrived: std::sync::Condvar,
+}
+
+impl CompactionListener for Waiter {
+    fn on_compaction_completed(&self, event: &CompactionEvent) {
+        self.events.lock().expect("waiter lock").push(event.clone());
+        self.arrived.notify_all();
+    }
+}
+
+#[test]
+fn point_reads_that_miss_in_level0_get_it_compacted_under_its_trigger() {
+    for policy in [CompactionPolicyKind::Score, CompactionPolicyKind::time_slice(20)] {
+        let env = CrashEnv::new();
+        let waiter = Arc::new(Waiter::default());
+        let mut opts = options(&env, policy, 1, usize::MAX);
+        // L0 is never due by its file count here: only reads can make it due.
+        opts.level0_file_num_compaction_trigger = 100;
+        opts.level0_slowdown_writes_trigger = 100;
+        opts.level0_stop_writes_trigger = 100;
+        // One table per flush below.
+        opts.write_buffer_size = 1 << 20;
+        opts.compaction_listener = Some(waiter.clone());
+        let db = Db::open("/db", opts).expect("open");
+        // Two level-0 tables over the same range of even keys.
+        let mut model = BTreeMap::new();
+        for round in 0..2u64 {
+            for i in (0..200u64).map(|i| i * 2) {
+                let value = value_for(round * 1000 + i, 100);
+                db.put(common::key(i), &value).expect("put");
+                model.insert(common::key(i), value);
+            }
+            db.flush().expect("flush");
+        }
+        assert_eq!(db.property("splitkv.num-files-at-level0").as_deref(), Some("2"), "{policy:?}");
+        assert!(waiter.events.lock().expect("waiter lock").is_empty(), "{policy:?}: nothing was due");
+
+        // Odd keys lie inside both tables' ranges and in neither: every get consults both in
+        // vain. The allowance is 100 misses per small table; read well past it.
+        for i in 0..1000u64 {
+            assert_eq!(db.get(common::key(i * 2 % 398 + 1)).expect("get"), None);
+        }
+        let mut events = waiter.events.lock().expect("waiter lock");
+        while !events.iter().any(|e| e.reason == PickReason::Level0Reads) {
+            events = waiter.arrived.wait(events).expect("waiter lock");
+        }
+        let event = events.iter().find(|e| e.reason == PickReason::Level0Reads).cloned();
+        drop(events);
+        assert_eq!(event.map(|e| (e.level, e.input_files[0])), Some((0, 2)), "{policy:?}");
+        assert_eq!(db.property("splitkv.num-files-at-level0").as_deref(), Some("0"), "{policy:?}");
+        assert!(dump(&db) == model.into_iter().collect::<Vec<_>>(), "{policy:?}: contents kept");
+    }
+}

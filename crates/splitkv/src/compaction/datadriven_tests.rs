@@ -153,6 +153,8 @@ struct Lsm {
     clock: SchedulerState,
     /// Number of the next output file of `done`.
     next_file: u64,
+    /// L0 files point reads consulted in vain (`l0-read-misses`).
+    l0_read_misses: u64,
 }
 
 type CaseResult = Result<String, String>;
@@ -169,6 +171,7 @@ impl Lsm {
             policy: Policy::Score(ScorePolicy::default()),
             clock: SchedulerState::default(),
             next_file: 1,
+            l0_read_misses: 0,
         }
     }
 
@@ -186,6 +189,7 @@ impl Lsm {
             "in-flight" => Ok(self.in_flight()),
             "done" => self.done(case),
             "compact-pointer" => self.compact_pointer(case),
+            "l0-read-misses" => self.set_l0_read_misses(case),
             other => Err(format!("unknown command {other:?}")),
         }?;
         // Arguments nobody took are typos: fail rather than silently ignore them.
@@ -234,7 +238,7 @@ impl Lsm {
             level_multiplier: s.multiplier,
             target_file_size: s.target_file_size,
         };
-        picker::candidates(&self.version, &self.pointers, &self.in_flight, &settings)
+        picker::candidates(&self.version, &self.pointers, &self.in_flight, &settings, self.l0_read_misses)
     }
 
     fn levels(&self) -> String {
@@ -361,6 +365,15 @@ impl Lsm {
             self.settings.target_file_size,
         );
         Ok(inputs_or_none(c))
+    }
+
+    /// `l0-read-misses n=<count>`: sets how many L0 files point reads consulted in vain; prints
+    /// whether that makes L0 due against the allowance of the current L0 files.
+    fn set_l0_read_misses(&mut self, case: &mut TestCase) -> CaseResult {
+        self.l0_read_misses = required(case, "n")?;
+        let allowance = picker::l0_read_allowance(&self.version);
+        let due = if self.snapshot().0.l0_read_due { "due" } else { "not due" };
+        Ok(format!("allowance={allowance} {due}\n"))
     }
 
     fn compacting(&mut self, case: &mut TestCase) -> CaseResult {

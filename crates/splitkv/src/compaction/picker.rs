@@ -100,15 +100,24 @@ pub struct PickSettings {
     pub target_file_size: u64,
 }
 
+/// Point reads that may consult an L0 file in vain before L0 is due for compaction: LevelDB's
+/// allowance of one wasted seek per 16 KiB of file, at least 100 per file (a seek costs about
+/// what compacting 16 KiB does), summed over the L0 files.
+pub fn l0_read_allowance(version: &Version) -> u64 {
+    version.files(0).iter().map(|f| (f.file_size / (16 << 10)).max(100)).sum()
+}
+
 /// What the scheduler shows a policy: the levels of `version` as a [`LevelsSnapshot`], and the
 /// free inputs the picker finds at every compactable level (`None`, reported to the policy as
 /// blocked, where every candidate conflicts with a running compaction). `pointers` holds each
-/// level's round-robin compact pointer.
+/// level's round-robin compact pointer; `l0_read_misses` counts the L0 files point reads
+/// consulted in vain since L0 was last compacted.
 pub fn candidates(
     version: &Arc<Version>,
     pointers: &[Option<InternalKey>],
     in_flight: &InFlight,
     settings: &PickSettings,
+    l0_read_misses: u64,
 ) -> (LevelsSnapshot, Vec<Option<Compaction>>) {
     let levels = 0..version.num_levels();
     let candidates: Vec<Option<Compaction>> = (0..version.num_levels().saturating_sub(1))
@@ -131,6 +140,7 @@ pub fn candidates(
         max_bytes: LevelsSnapshot::level_targets(version.num_levels(), settings.level_base, settings.level_multiplier),
         compacting_bytes: levels.map(|l| in_flight.busy_bytes(version, l)).collect(),
         blocked,
+        l0_read_due: l0_read_misses >= l0_read_allowance(version),
     };
     (snapshot, candidates)
 }

@@ -44,6 +44,10 @@ pub struct LevelsSnapshot {
     /// Levels where no compaction can start right now (every candidate input is busy or would
     /// overlap a running compaction). Empty means none.
     pub blocked: Vec<bool>,
+    /// True once point reads consulted L0 files in vain often enough (LevelDB's seek-triggered
+    /// compaction, for L0): L0 is then due even under its file trigger, so that reads and scans
+    /// stop paying for files the writes have left behind.
+    pub l0_read_due: bool,
 }
 
 impl LevelsSnapshot {
@@ -129,6 +133,8 @@ pub enum PickReason {
     LevelSize,
     /// L0 is at the slowdown trigger and gets priority over everything.
     Level0Slowdown,
+    /// L0 is under its file trigger, but reads keep consulting its files in vain.
+    Level0Reads,
     /// The level holds the compaction time slice.
     SliceHolder,
     /// A manual `compact_range`.
@@ -142,6 +148,7 @@ impl PickReason {
             PickReason::Level0Files => "l0_files",
             PickReason::LevelSize => "level_size",
             PickReason::Level0Slowdown => "l0_slowdown",
+            PickReason::Level0Reads => "l0_reads",
             PickReason::SliceHolder => "slice_holder",
             PickReason::Manual => "manual",
         }
@@ -208,6 +215,11 @@ fn best_by_score(levels: &LevelsSnapshot, l0_boost: bool) -> Option<LevelPick> {
         if level == 0 && l0_boost && levels.files[0] >= levels.l0_slowdown {
             pick.score += L0_BOOST_SCORE;
             pick.reason = PickReason::Level0Slowdown;
+        }
+        if level == 0 && pick.score < 1.0 && levels.l0_read_due && levels.files[0] > 0 {
+            // Just due: any level over its own threshold goes first.
+            pick.score = 1.0;
+            pick.reason = PickReason::Level0Reads;
         }
         if pick.score >= 1.0 && best.is_none_or(|b| pick.score > b.score) {
             best = Some(pick);

@@ -145,6 +145,9 @@ struct Shared {
     compaction_lock: RwLock<()>,
     listener: Option<Arc<dyn CompactionListener>>,
     pick_settings: PickSettings,
+    /// L0 files point reads consulted without finding their key since L0 was last picked for
+    /// compaction (see `compaction::picker::l0_read_allowance`).
+    l0_read_misses: AtomicU64,
     started: Instant,
     info_log: Arc<InfoLog>,
 }
@@ -210,6 +213,7 @@ impl LsmIndex {
             compaction_lock: RwLock::new(()),
             listener: options.compaction_listener.clone(),
             pick_settings: scheduler::pick_settings(&options),
+            l0_read_misses: AtomicU64::new(0),
             started: Instant::now(),
             info_log: parts.info_log,
             options,

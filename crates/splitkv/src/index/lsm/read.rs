@@ -9,11 +9,13 @@
 //! the key that the reader sees (memtables and the version), then ignores a found version older
 //! than it. A cursor is wrapped in a [`CoveredFilter`] when any delete exists.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::{Shared, SuperVersion};
+use crate::compaction::picker;
 use crate::error::Result;
 use crate::filenames::table_file;
 use crate::index::IndexValue;
@@ -74,7 +76,8 @@ impl Shared {
         let lookup = seek_key(user_key, seq);
         let mut found = None;
         let mut error = None;
-        version.for_each_candidate(&lookup, |_level, file| {
+        let mut l0_misses = 0;
+        version.for_each_candidate(&lookup, |level, file| {
             Counters::add(&self.counters.tables_probed, 1);
             let hit = self
                 .table_cache
@@ -85,13 +88,19 @@ impl Shared {
                     found = Some((Arc::clone(file), ikey, value));
                     false
                 }
-                Ok(None) => true,
+                Ok(None) => {
+                    l0_misses += u64::from(level == 0);
+                    true
+                }
                 Err(e) => {
                     error = Some(e);
                     false
                 }
             }
         });
+        if l0_misses > 0 {
+            self.note_l0_read_misses(version, l0_misses);
+        }
         if let Some(e) = error {
             return Err(e);
         }
@@ -108,6 +117,19 @@ impl Shared {
             return Ok(None);
         }
         decode_stored(parsed.kind, value, origin)
+    }
+
+    /// Counts L0 files a point read consulted in vain, and wakes the compaction scheduler when
+    /// the count reaches L0's allowance: L0 is then due (LevelDB's seek-triggered compaction).
+    fn note_l0_read_misses(&self, version: &Version, misses: u64) {
+        let before = self.l0_read_misses.fetch_add(misses, Ordering::Relaxed);
+        let allowance = picker::l0_read_allowance(version);
+        if before < allowance && before + misses >= allowance {
+            // Under the state lock, so the wake-up cannot fall between the scheduler's look
+            // and its wait.
+            let _state = self.state.lock();
+            self.work_cv.notify_all();
+        }
     }
 
     /// The fragmented range deletes of every source of `sv` (memtables, then the version);

@@ -13,6 +13,7 @@
 //! compaction then publishes nothing (its outputs hold only what the delete hid or what the
 //! surviving inputs still hold) and its outputs are deleted as obsolete.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -160,12 +161,22 @@ impl Shared {
     /// candidate conflicts with a running compaction are reported to the policy as blocked.
     pub(super) fn pick_compaction(&self, state: &mut State) -> Option<(Compaction, (usize, PickReason))> {
         let catalog = self.catalog.lock();
-        let (levels, mut candidates) =
-            picker::candidates(&catalog.current(), catalog.compact_pointers(), &state.in_flight, &self.pick_settings);
+        let misses = self.l0_read_misses.load(Ordering::Relaxed);
+        let (levels, mut candidates) = picker::candidates(
+            &catalog.current(),
+            catalog.compact_pointers(),
+            &state.in_flight,
+            &self.pick_settings,
+            misses,
+        );
         drop(catalog);
         let sched = self.scheduler_state();
         let pick = state.policy.pick(&levels, &sched)?;
         let compaction = candidates.get_mut(pick.level)?.take()?;
+        if pick.level == 0 {
+            // The files reads missed in are on their way out; later ones start a new count.
+            self.l0_read_misses.fetch_sub(misses, Ordering::Relaxed);
+        }
         Some((compaction, (pick.level, pick.reason)))
     }
 
