@@ -146,8 +146,11 @@ impl DbInner {
                 break Err(Error::Closed);
             }
             if !self.gc.can_relieve_space(self) {
-                // Likewise past what GC can do.
+                // Likewise past what GC can do. Writers then pass without measuring again until
+                // the next MiB: measuring on every write while over the target cost a 100 B put
+                // a tenth of its instructions (a walk over the segments and a GC pick each).
                 if pressure == SpacePressure::OverAmplification {
+                    self.space_pressed.store(false, Ordering::Relaxed);
                     break Ok(());
                 }
                 // The index may hold the only reference to sealed segments' garbage in memory
