@@ -57,7 +57,6 @@ impl Shared {
             Err(e) => log_event!(self.info_log, Level::ERROR, error = %e, "flush failed"),
         }
         let mut state = self.state.lock();
-        state.flushing = false;
         for n in &allocated {
             state.pending_outputs.remove(n);
         }
@@ -73,6 +72,9 @@ impl Shared {
         if let Err(e) = result {
             self.set_bg_error(&mut state, &e);
         }
+        // Only now, with the upkeep done: `wait_for_flush` returns once no flush is running, and
+        // a caller must find what the upkeep does (snapshot-deferred drops) already done.
+        state.flushing = false;
         self.done_cv.notify_all();
         self.work_cv.notify_all();
         drop(state);

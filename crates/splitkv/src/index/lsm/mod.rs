@@ -427,7 +427,10 @@ impl Index for LsmIndex {
     fn wait_for_flush(&self) -> Result<()> {
         let s = &self.shared;
         let mut state = s.state.lock();
-        while state.imm.is_some() {
+        // Not only the frozen memtable's table: the flush's upkeep too, which runs after the
+        // memtable leaves (and with the state lock released), so another wake-up could fall
+        // inside it.
+        while state.imm.is_some() || state.flushing {
             if let Some(e) = &state.bg_error {
                 return Err(Error::Poisoned(e.clone()));
             }
