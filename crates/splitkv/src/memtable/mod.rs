@@ -47,8 +47,9 @@ const STACK_KEY_BYTES: usize = 32;
 /// The arena grows by chunks of about this much (less for a small memtable).
 const ARENA_CHUNK_BYTES: usize = 1 << 20;
 
-/// An internal key built for an insert or a search.
-fn internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> SmallVec<[u8; STACK_KEY_BYTES]> {
+/// An internal key built for an insert or a search, on the stack ([`crate::types::internal_key`]
+/// returns a `Vec`: an allocation per put).
+fn key_on_stack(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> SmallVec<[u8; STACK_KEY_BYTES]> {
     let mut key = SmallVec::with_capacity(user_key.len() + TRAILER_LEN);
     key.extend_from_slice(user_key);
     key.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
@@ -135,7 +136,7 @@ impl Memtable {
 
     /// Inserts one version.
     pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind, value: &[u8]) {
-        let key = internal_key(user_key, seq, kind);
+        let key = key_on_stack(user_key, seq, kind);
         self.approximate_bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.max_sequence.fetch_max(seq.0, Ordering::Relaxed);
         // Before the entry: a reader that finds the entry must find the key in the filter too.
@@ -154,7 +155,7 @@ impl Memtable {
         if !self.keys.may_contain(user_key) {
             return Lookup::Absent;
         }
-        let target = internal_key(user_key, seq, ValueKind::FOR_SEEK);
+        let target = key_on_stack(user_key, seq, ValueKind::FOR_SEEK);
         let Some(entry) = self.map.lower_bound(&target) else {
             return Lookup::Absent;
         };

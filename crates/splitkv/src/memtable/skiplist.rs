@@ -349,29 +349,23 @@ impl SkipList {
 
     /// The first node whose key is `>= key`.
     pub(super) fn lower_bound(&self, key: &[u8]) -> Option<Node<'_>> {
-        let mut x = self.head();
-        let mut level = self.height.load(Ordering::Relaxed) - 1;
-        loop {
-            let next = self.follow(x.next(level).load(Ordering::Acquire));
-            match next {
-                Some(node) if compare_internal_keys(node.key(), key) == KeyOrder::Less => x = node,
-                _ if level == 0 => return next,
-                _ => level -= 1,
-            }
-        }
+        self.follow(self.descend(key).1)
     }
 
     /// The last node whose key is `< key`.
     pub(super) fn last_before(&self, key: &[u8]) -> Option<Node<'_>> {
-        let mut x = self.head();
-        let mut level = self.height.load(Ordering::Relaxed) - 1;
-        loop {
-            match self.follow(x.next(level).load(Ordering::Acquire)) {
-                Some(node) if compare_internal_keys(node.key(), key) == KeyOrder::Less => x = node,
-                _ if level == 0 => return (x.ptr != self.head).then_some(x),
-                _ => level -= 1,
-            }
+        let (before, _) = self.descend(key);
+        (before.ptr != self.head).then_some(before)
+    }
+
+    /// The level-0 splice of `key`, found from the top level down: the last node before it (the
+    /// head if none) and the link that follows that node.
+    fn descend(&self, key: &[u8]) -> (Node<'_>, *mut Header) {
+        let (mut before, mut after) = (self.head(), ptr::null_mut());
+        for level in (0..self.height.load(Ordering::Relaxed)).rev() {
+            (before, after) = self.splice(key, before, level);
         }
+        (before, after)
     }
 
     /// The last node, if any.

@@ -119,12 +119,16 @@ impl Shared {
         decode_stored(parsed.kind, value, origin)
     }
 
-    /// Counts L0 files a point read consulted in vain, and wakes the compaction scheduler when
-    /// the count reaches L0's allowance: L0 is then due (LevelDB's seek-triggered compaction).
+    /// Counts L0 files a point read consulted in vain, and wakes the compaction scheduler once
+    /// the count has reached L0's allowance: L0 is then due (LevelDB's seek-triggered
+    /// compaction). The allowance, a walk over the L0 files, is looked at only when the count
+    /// passes a multiple of 64, not on every read; an allowance that changed under the count is
+    /// then still caught at the next multiple.
     fn note_l0_read_misses(&self, version: &Version, misses: u64) {
+        const LOOK_EVERY: u64 = 64;
         let before = self.l0_read_misses.fetch_add(misses, Ordering::Relaxed);
-        let allowance = picker::l0_read_allowance(version);
-        if before < allowance && before + misses >= allowance {
+        let after = before + misses;
+        if after / LOOK_EVERY != before / LOOK_EVERY && after >= picker::l0_read_allowance(version) {
             // Under the state lock, so the wake-up cannot fall between the scheduler's look
             // and its wait.
             let _state = self.state.lock();
