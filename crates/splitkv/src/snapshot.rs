@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -30,11 +31,16 @@ pub struct SnapshotList {
 }
 
 impl SnapshotList {
-    /// Registers a snapshot at `seq`.
-    pub fn acquire(self: &Arc<Self>, seq: SequenceNumber) -> Snapshot {
-        self.seqs
-            .lock()
-            .entry(seq)
+    /// Registers a snapshot at the sequence number `last_sequence` holds, read under the list's
+    /// lock. GC publishes its relocations before it asks whether a reader older than them is
+    /// registered (under the same lock), so a snapshot taken here is either seen by that
+    /// question or reads at a sequence number that already sees the relocations. Reading the
+    /// sequence number first and registering it after would leave a gap in which GC frees
+    /// segments the new snapshot still points into.
+    pub fn acquire_latest(self: &Arc<Self>, last_sequence: &AtomicU64) -> Snapshot {
+        let mut seqs = self.seqs.lock();
+        let seq = SequenceNumber(last_sequence.load(Ordering::Acquire));
+        seqs.entry(seq)
             .or_insert_with(|| {
                 let since = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
                 Registered { count: 0, since }
@@ -112,11 +118,15 @@ mod tests {
     fn the_list_counts_live_handles_and_knows_the_oldest_time() {
         let list = Arc::new(SnapshotList::default());
         assert_eq!((list.count(), list.oldest_time()), (0, None));
-        let a = list.acquire(SequenceNumber(5));
-        let b = list.acquire(SequenceNumber(5));
+        let last_sequence = AtomicU64::new(5);
+        let a = list.acquire_latest(&last_sequence);
+        let b = list.acquire_latest(&last_sequence);
         let c = a.clone();
-        let d = list.acquire(SequenceNumber(9));
+        last_sequence.store(9, Ordering::Release);
+        let d = list.acquire_latest(&last_sequence);
+        assert_eq!((a.sequence(), d.sequence()), (SequenceNumber(5), SequenceNumber(9)));
         assert_eq!(list.count(), 3, "a clone shares its handle's registration");
+        assert_eq!(list.oldest(), Some(SequenceNumber(5)));
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         assert!(list.oldest_time().is_some_and(|t| t <= now && t + 60 > now));
         drop((a, b, c, d));

@@ -417,11 +417,15 @@ impl GcHost for DbInner {
         Ok(seq)
     }
 
+    fn wait_out_point_reads(&self) {
+        // Point reads read "now" holding the barrier shared (see `DbInner::get_at`).
+        drop(self.gc_barrier.write());
+    }
+
     fn release_segment(&self, id: SegmentId) -> Result<()> {
         let removed_segments = vec![id];
         let recorded = self.catalog.record_for_segment(id, VersionEdit { removed_segments, ..VersionEdit::default() });
         self.poison_on_error(recorded)?;
-        let _exclusive = self.gc_barrier.write();
         self.reachable.lock().remove(&id);
         self.vlog.remove_segment(id)
     }

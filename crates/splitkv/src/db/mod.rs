@@ -116,8 +116,9 @@ struct DbInner {
     publish: PublishOrder,
     poisoned: Mutex<Option<String>>,
     gc: GarbageCollector,
-    /// Point reads hold it shared between reading a pointer and reading its value; GC takes it
-    /// exclusively before deleting a segment, so no in-flight read loses its segment.
+    /// Point reads hold it shared from reading the sequence number they read at until they have
+    /// read the value; GC takes it exclusively (after publishing its relocations) before it
+    /// deletes a segment or punches records, so no point read reaches records freed under it.
     gc_barrier: RwLock<()>,
     gc_stop: AtomicBool,
     gc_wake: (Mutex<()>, Condvar),
@@ -356,7 +357,7 @@ impl Db {
     /// Submits a point read and returns the handle its value arrives through. With the hash
     /// mode's request shards the key's shard worker serves it; otherwise it is read on the
     /// calling thread before this returns. The read sees the database as of this call (or as of
-    /// `opts.snapshot`, which must outlive the handle's wait for the snapshot to pin anything).
+    /// `opts.snapshot`).
     pub fn submit_get(&self, opts: &ReadOptions, key: impl AsRef<[u8]>) -> Completion<Option<Bytes>> {
         let key = key.as_ref();
         if is_reserved(key) {
@@ -367,19 +368,22 @@ impl Db {
 
     /// [`Db::submit_get`] of a key as stored (a keyspace's keys carry its prefix).
     fn submit_stored_get(&self, opts: &ReadOptions, key: &[u8]) -> Completion<Option<Bytes>> {
-        let seq = self.inner.read_sequence(opts);
         if let Some(front) = &self.front {
+            // The worker reads later, on its own thread: a registered snapshot pins this moment
+            // for it and keeps GC from freeing what it will read.
+            let snapshot = opts.snapshot.clone().unwrap_or_else(|| self.snapshot());
             let (handle, done) = Completion::pair();
             let shard = shards::shard_of(key, front.shards());
-            let _ = front.send(shard, Request::Get { key: key.to_vec(), seq, fill_cache: opts.fill_cache, done });
+            let _ = front.send(shard, Request::Get { key: key.to_vec(), snapshot, fill_cache: opts.fill_cache, done });
             return handle;
         }
-        Completion::ready(self.inner.get_at(key, seq, opts.fill_cache))
+        let snapshot = opts.snapshot.as_ref().map(Snapshot::sequence);
+        Completion::ready(self.inner.get_at(key, snapshot, opts.fill_cache))
     }
 
     /// A consistent read view as of now.
     pub fn snapshot(&self) -> Snapshot {
-        self.inner.snapshots.acquire(SequenceNumber(self.inner.last_sequence.load(Ordering::Acquire)))
+        self.inner.snapshots.acquire_latest(&self.inner.last_sequence)
     }
 
     /// A cursor over the database (the default keyspace), unpositioned: call a seek first.
@@ -502,17 +506,15 @@ impl Drop for Db {
 }
 
 impl DbInner {
-    fn read_sequence(&self, opts: &ReadOptions) -> SequenceNumber {
-        match &opts.snapshot {
-            Some(s) => s.sequence(),
-            None => SequenceNumber(self.last_sequence.load(Ordering::Acquire)),
-        }
-    }
-
-    /// The value of `key` visible at `seq`.
-    fn get_at(&self, key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<Bytes>> {
+    /// The value of `key` visible at `snapshot` (a registered snapshot's sequence number), or
+    /// now if `None`.
+    fn get_at(&self, key: &[u8], snapshot: Option<SequenceNumber>, fill_cache: bool) -> Result<Option<Bytes>> {
         Counters::add(&self.counters.gets, 1);
         let _no_segment_release = self.gc_barrier.read();
+        // "Now" is read under the barrier: GC publishes its relocations before it takes the
+        // barrier to free what they replaced, so a read that began earlier is waited out and one
+        // that begins later reads at a sequence number that sees the relocations.
+        let seq = snapshot.unwrap_or_else(|| SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
         match self.index.get(key, seq, fill_cache)? {
             None => Ok(None),
             Some(IndexValue::Inline(v)) => Ok(Some(v)),
@@ -529,7 +531,7 @@ impl DbInner {
         // Every cursor holds a snapshot, so GC keeps the segments it may still read.
         let snapshot = match opts.snapshot {
             Some(s) => s,
-            None => self.snapshots.acquire(SequenceNumber(self.last_sequence.load(Ordering::Acquire))),
+            None => self.snapshots.acquire_latest(&self.last_sequence),
         };
         let seq = snapshot.sequence();
         let inner = self.index.iter(seq, opts.fill_cache)?;

@@ -33,7 +33,7 @@ use super::DbInner;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::index::hash::slot::key_hash;
-use crate::types::SequenceNumber;
+use crate::snapshot::Snapshot;
 
 /// Requests a shard's queue holds before submitters wait (back-pressure).
 const QUEUE_DEPTH: usize = 1024;
@@ -44,7 +44,7 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// A request to a shard.
 pub(super) enum Request {
     Write { batch: WriteBatch, sync: bool, done: Completer<()> },
-    Get { key: Vec<u8>, seq: SequenceNumber, fill_cache: bool, done: Completer<Option<Bytes>> },
+    Get { key: Vec<u8>, snapshot: Snapshot, fill_cache: bool, done: Completer<Option<Bytes>> },
 }
 
 /// A write a shard worker commits: its batch, and whether its caller asked for a sync.
@@ -139,7 +139,7 @@ fn serve(db: &DbInner, queue: &Receiver<Request>) {
                     writes.push(ShardWrite { batch, sync });
                     write_done.push(done);
                 }
-                Request::Get { key, seq, fill_cache, done } => reads.push((key, seq, fill_cache, done)),
+                Request::Get { key, snapshot, fill_cache, done } => reads.push((key, snapshot, fill_cache, done)),
             }
         }
         // Writes first, so their callers are released before the reads' value I/O. The order
@@ -154,8 +154,8 @@ fn serve(db: &DbInner, queue: &Receiver<Request>) {
                 });
             }
         }
-        for (key, seq, fill_cache, done) in reads {
-            done.complete(db.get_at(&key, seq, fill_cache));
+        for (key, snapshot, fill_cache, done) in reads {
+            done.complete(db.get_at(&key, Some(snapshot.sequence()), fill_cache));
         }
     }
 }

@@ -111,7 +111,11 @@ pub trait GcHost: Send + Sync {
     /// durably that scans skip those runs of dead records of segment `id` from now on; returns
     /// the last sequence number published (older readers may still read the records).
     fn record_skipped(&self, id: SegmentId, ranges: &[(u64, u64)]) -> Result<SequenceNumber>;
-    /// Records the segment's removal durably, waits out in-flight point reads, deletes the file.
+    /// Returns once every point read that may read at a sequence number older than the last
+    /// one published has finished (reads registered as snapshots are not waited for: ask
+    /// [`GcHost::no_reader_older_than`]). Called before records are freed.
+    fn wait_out_point_reads(&self);
+    /// Records the segment's removal durably and deletes the file.
     fn release_segment(&self, id: SegmentId) -> Result<()>;
     /// File system and directory, for scanning and punching.
     fn files(&self) -> (&dyn FileSystem, &Path);
@@ -387,6 +391,11 @@ impl GarbageCollector {
             let state = self.state.lock();
             state.deferred.iter().filter(|(_, seq)| host.no_reader_older_than(*seq)).map(|(w, _)| w.clone()).collect()
         };
+        // No registered reader needs the records any more; point reads are not registered, so
+        // those that started before the work's sequence number was published are waited out.
+        if !ready.is_empty() {
+            host.wait_out_point_reads();
+        }
         for work in ready {
             match &work {
                 Deferred::Release(id) => {
@@ -717,6 +726,7 @@ mod tests {
         fn record_skipped(&self, _id: SegmentId, _ranges: &[(u64, u64)]) -> Result<SequenceNumber> {
             Ok(SequenceNumber(1))
         }
+        fn wait_out_point_reads(&self) {}
         fn release_segment(&self, id: SegmentId) -> Result<()> {
             self.segments.lock().retain(|(s, _)| s.id != id);
             Ok(())

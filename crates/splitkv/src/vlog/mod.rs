@@ -399,15 +399,18 @@ impl ValueLog {
         let Some(end) = ptr.offset.checked_add(u64::from(ptr.len)) else {
             return Err(corrupt(format!("pointer (offset {}, len {}) overflows", ptr.offset, ptr.len)));
         };
-        let bytes = if end <= segment.readable_len() {
+        // Whether the segment is active is read before its length: sealing publishes the final
+        // length first, so a segment seen sealed has its final length. (Read the other way
+        // round, a seal between the two reads makes a record just flushed look out of range.)
+        let active = segment.is_active();
+        let readable_len = segment.readable_len();
+        let bytes = if end <= readable_len {
             let mut bytes = vec![0u8; len];
             segment.file.read_exact_at(ptr.offset, &mut bytes)?;
             bytes
         } else {
-            let unflushed = if segment.is_active() { self.read_unflushed(&segment, ptr.offset, len)? } else { None };
-            unflushed.ok_or_else(|| {
-                corrupt(format!("pointer ends at {end}, past the segment end {}", segment.readable_len()))
-            })?
+            let unflushed = if active { self.read_unflushed(&segment, ptr.offset, len)? } else { None };
+            unflushed.ok_or_else(|| corrupt(format!("pointer ends at {end}, past the segment end {readable_len}")))?
         };
         let header = header_bytes(&bytes)
             .ok_or("short record")
