@@ -50,6 +50,7 @@ mod read_ahead;
 mod read_only;
 mod rewrite;
 mod shards;
+mod spin_wait;
 mod write;
 
 pub use checkpoint::CheckpointInfo;

@@ -15,7 +15,9 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use super::spin_wait;
 
 /// A group appended to the log and not yet published.
 #[derive(Debug)]
@@ -58,6 +60,10 @@ impl PublishOrder {
         // One lock for both: a lone writer's group is the oldest and publishes at once.
         let mut pending = self.pending.lock();
         self.publish_applied(&mut pending, ticket, last_sequence, applied_segment);
+        let published = || last_sequence.load(Ordering::Acquire) >= ticket.last_seq;
+        if published() || MutexGuard::unlocked(&mut pending, || spin_wait::spin_until(published)) {
+            return;
+        }
         while pending.front().is_some_and(|p| p.last_seq <= ticket.last_seq) {
             self.published.wait(&mut pending);
         }

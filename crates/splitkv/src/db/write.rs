@@ -19,13 +19,14 @@
 //! serial (the log-order lock).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use super::shards::ShardWrite;
+use super::spin_wait;
 use super::DbInner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
@@ -58,6 +59,9 @@ pub(super) struct PendingWrite {
     first_seq: AtomicU64,
     /// Set once the write is done (by the leader that wrote it).
     result: Mutex<Option<Result<()>>>,
+    /// Set (before `cv` is signalled) when the writer becomes the leader or its result is in:
+    /// what a waiter spins on before it sleeps on `cv` (see `spin_wait`).
+    signalled: AtomicBool,
     cv: Condvar,
 }
 
@@ -99,6 +103,7 @@ impl PendingWrite {
             relocate_from,
             first_seq: AtomicU64::new(0),
             result: Mutex::new(None),
+            signalled: AtomicBool::new(false),
             cv: Condvar::new(),
         }
     }
@@ -137,6 +142,7 @@ fn hand_over(queue: &mut VecDeque<Arc<PendingWrite>>, group: &[Arc<PendingWrite>
         debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
     }
     if let Some(next) = queue.front() {
+        next.signalled.store(true, Ordering::Release);
         next.cv.notify_one();
     }
 }
@@ -149,6 +155,7 @@ fn finish(me: &Arc<PendingWrite>, group: &[Arc<PendingWrite>], result: &Result<(
             Ok(()) => Ok(()),
             Err(e) => Err(share_error(e)),
         });
+        w.signalled.store(true, Ordering::Release);
         w.cv.notify_one();
     }
 }
@@ -160,12 +167,20 @@ impl DbInner {
         let me = Arc::new(write);
         let mut queue = self.writers.lock();
         queue.push_back(Arc::clone(&me));
+        let mut spun = false;
         loop {
             if let Some(result) = me.result.lock().take() {
                 return result.map(|()| SequenceNumber(me.first_seq.load(Ordering::Acquire)));
             }
             if queue.front().is_some_and(|front| Arc::ptr_eq(front, &me)) {
                 break;
+            }
+            if !spun {
+                // Usually the lead or the result comes within microseconds: watch for it
+                // before sleeping (the conditions are checked again under the lock).
+                spun = true;
+                MutexGuard::unlocked(&mut queue, || spin_wait::spin_until(|| me.signalled.load(Ordering::Acquire)));
+                continue;
             }
             me.cv.wait(&mut queue);
         }
