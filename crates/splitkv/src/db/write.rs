@@ -230,8 +230,11 @@ impl DbInner {
             self.publish.applied_and_wait(ticket, &self.last_sequence, &self.applied_segment);
         }
         let result = appended.map(|_| ());
-        let _queue = self.writers.lock();
-        finish(me, &group, &result);
+        if group.len() > 1 {
+            // Members check their result under the queue lock before they sleep.
+            let _queue = self.writers.lock();
+            finish(me, &group, &result);
+        }
         result.map(|()| SequenceNumber(me.first_seq.load(Ordering::Acquire)))
     }
 
