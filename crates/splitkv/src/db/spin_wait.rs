@@ -37,8 +37,7 @@ pub(super) fn spin_until(ready: impl Fn() -> bool) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
+    use std::cell::Cell;
 
     use super::*;
 
@@ -46,12 +45,12 @@ mod tests {
     fn returns_true_once_the_condition_holds_and_false_when_it_never_does() {
         assert!(spin_until(|| true));
         assert!(!spin_until(|| false));
-        let flag = Arc::new(AtomicBool::new(false));
-        let setter = {
-            let flag = Arc::clone(&flag);
-            std::thread::spawn(move || flag.store(true, Ordering::Release))
-        };
-        setter.join().expect("setter");
-        assert!(spin_until(|| flag.load(Ordering::Acquire)));
+        // Within the first round of looks, before the clock is read, so never timed out.
+        let looks = Cell::new(0);
+        assert!(spin_until(|| {
+            looks.set(looks.get() + 1);
+            looks.get() == SPINS_PER_CLOCK / 2
+        }));
+        assert_eq!(looks.get(), SPINS_PER_CLOCK / 2, "it looks until the condition holds, and no more");
     }
 }
