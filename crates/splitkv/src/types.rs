@@ -12,7 +12,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
+use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64, write_varint64, MAX_VARINT64_LEN};
 
 /// Largest sequence number that fits in an internal key trailer (56 bits).
 pub const MAX_SEQUENCE: u64 = (1 << 56) - 1;
@@ -219,8 +219,8 @@ pub struct ValuePointer {
 }
 
 impl ValuePointer {
-    /// Largest encoded size, for buffer reservations.
-    pub const MAX_ENCODED_LEN: usize = 10 + 10 + 5;
+    /// Largest encoded size, for buffer reservations: two varint `u64`s and a varint `u32`.
+    pub const MAX_ENCODED_LEN: usize = 2 * MAX_VARINT64_LEN + 5;
 
     /// Offset just past the record (saturating: a corrupt pointer must not overflow).
     pub fn end(&self) -> u64 {
@@ -237,21 +237,10 @@ impl ValuePointer {
     /// The encoding, written at the start of `buf` on the caller's stack (a memtable insert then
     /// needs no heap buffer for it).
     pub fn encode_into<'a>(&self, buf: &'a mut [u8; Self::MAX_ENCODED_LEN]) -> &'a [u8] {
-        // Three varints of at most 10, 10 and 5 bytes: `MAX_ENCODED_LEN` in all.
-        let mut slots = buf.iter_mut();
+        // The three varints take at most `MAX_ENCODED_LEN` bytes in all, so each fits.
         let mut n = 0;
-        for mut v in [self.segment.0, self.offset, u64::from(self.len)] {
-            loop {
-                let byte = if v >= 0x80 { (v as u8) | 0x80 } else { v as u8 };
-                if let Some(slot) = slots.next() {
-                    *slot = byte;
-                    n += 1;
-                }
-                v >>= 7;
-                if byte < 0x80 {
-                    break;
-                }
-            }
+        for v in [self.segment.0, self.offset, u64::from(self.len)] {
+            n += buf.get_mut(n..).and_then(|rest| write_varint64(rest, v)).unwrap_or(0);
         }
         buf.get(..n).unwrap_or_default()
     }
