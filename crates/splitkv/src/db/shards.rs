@@ -155,7 +155,11 @@ fn serve(db: &DbInner, queue: &Receiver<Request>) {
             }
         }
         for (key, snapshot, fill_cache, done) in reads {
-            done.complete(db.get_at(&key, Some(snapshot.sequence()), fill_cache));
+            let value = db.get_at(&key, Some(snapshot.sequence()), fill_cache);
+            // Released before the caller hears back: once its read is answered, it may count on
+            // holding no reader (a GC run it starts next must see none).
+            drop(snapshot);
+            done.complete(value);
         }
     }
 }
