@@ -8,6 +8,8 @@
 //! A batch may span keyspaces (`put_in`, `delete_in`, `delete_range_in`): its operations on
 //! every keyspace are applied atomically together.
 
+use smallvec::SmallVec;
+
 use crate::db::keyspace::{is_reserved, reserved_key_error, Keyspace, KeyspaceRef, KEYSPACE_MARK};
 use crate::error::Result;
 
@@ -48,7 +50,9 @@ impl BatchOp {
 /// An ordered list of writes applied atomically by [`crate::Db::write`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WriteBatch {
-    ops: Vec<BatchOp>,
+    /// One operation inline: most batches are a single put or delete (`Db::put` wraps its
+    /// argument in a batch), which then needs no vector of its own.
+    ops: SmallVec<[BatchOp; 1]>,
     payload_bytes: usize,
     /// The keyspaces the batch writes to, each once, ordered by id.
     keyspaces: Vec<KeyspaceRef>,
@@ -190,7 +194,7 @@ impl WriteBatch {
     /// Moves every operation of `other` to the end of this batch.
     pub fn append(&mut self, other: &mut WriteBatch) {
         self.payload_bytes += other.payload_bytes;
-        self.ops.append(&mut other.ops);
+        self.ops.extend(other.ops.drain(..));
         self.reserved_key |= other.reserved_key;
         for entry in std::mem::take(&mut other.keyspaces) {
             self.add_keyspace(entry);
