@@ -44,3 +44,20 @@ fn submitted_requests_complete_through_their_handles() -> Result<()> {
     assert_eq!(db.submit_get(&ReadOptions::default(), "k").wait()?.as_deref(), Some(&b"v"[..]));
     Ok(())
 }
+
+#[test]
+fn an_answered_sharded_read_holds_no_snapshot() -> Result<()> {
+    // A shard worker reads at a snapshot it holds for the caller. It used to release it only
+    // after answering, so a caller that dropped its own snapshot right after the answer could
+    // still find a reader registered (and a GC run it started then deferred its work).
+    let env = CrashEnv::new();
+    let db = Db::open("/db", env.options(sharded_options()))?;
+    db.put(key(1), value_for(1, 64))?;
+    for round in 0..2000u64 {
+        let opts = ReadOptions { snapshot: (round % 2 == 0).then(|| db.snapshot()), ..ReadOptions::default() };
+        assert_eq!(db.get_opt(&opts, key(1))?.as_deref(), Some(value_for(1, 64).as_slice()));
+        drop(opts);
+        assert_eq!(db.property("splitkv.num-snapshots").as_deref(), Some("0"), "round {round}");
+    }
+    Ok(())
+}
