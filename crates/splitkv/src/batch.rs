@@ -194,7 +194,7 @@ impl WriteBatch {
     /// Moves every operation of `other` to the end of this batch.
     pub fn append(&mut self, other: &mut WriteBatch) {
         self.payload_bytes += other.payload_bytes;
-        self.ops.extend(other.ops.drain(..));
+        self.ops.append(&mut other.ops);
         self.reserved_key |= other.reserved_key;
         for entry in std::mem::take(&mut other.keyspaces) {
             self.add_keyspace(entry);

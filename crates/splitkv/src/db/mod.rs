@@ -372,7 +372,7 @@ impl Db {
         if let Some(front) = &self.front {
             // The worker reads later, on its own thread: a registered snapshot pins this moment
             // for it and keeps GC from freeing what it will read.
-            let snapshot = opts.snapshot.clone().unwrap_or_else(|| self.snapshot());
+            let snapshot = self.pinned_snapshot(opts);
             let (handle, done) = Completion::pair();
             let shard = shards::shard_of(key, front.shards());
             let _ = front.send(shard, Request::Get { key: key.to_vec(), snapshot, fill_cache: opts.fill_cache, done });
@@ -385,6 +385,13 @@ impl Db {
     /// A consistent read view as of now.
     pub fn snapshot(&self) -> Snapshot {
         self.inner.snapshots.acquire_latest(&self.inner.last_sequence)
+    }
+
+    /// The snapshot a read that runs later or in parts holds: the caller's, or one taken now. A
+    /// registered snapshot (rather than only a sequence number) keeps compaction and GC from
+    /// dropping any version the read may still look up (a `multi_get` batch, a sharded get).
+    fn pinned_snapshot(&self, opts: &ReadOptions) -> Snapshot {
+        opts.snapshot.clone().unwrap_or_else(|| self.snapshot())
     }
 
     /// A cursor over the database (the default keyspace), unpositioned: call a seek first.

@@ -111,13 +111,6 @@ impl Db {
         });
         MultiGet { completion }
     }
-
-    /// The snapshot a batch reads at: the caller's, or one taken now. A batch holds a snapshot
-    /// (rather than only a sequence number) so that compaction keeps, for the whole batch, every
-    /// version it may still look up.
-    fn pinned_snapshot(&self, opts: &ReadOptions) -> Snapshot {
-        opts.snapshot.clone().unwrap_or_else(|| self.snapshot())
-    }
 }
 
 /// The pending result of [`Db::multi_get_async`].
