@@ -15,7 +15,7 @@ use std::time::Duration;
 use tracing::Level;
 
 use super::{DbInner, PendingWrite, Relocation};
-use crate::batch::WriteBatch;
+use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::index::{IndexValue, LiveCount};
@@ -59,15 +59,17 @@ impl DbInner {
     /// to as of `current_at`) at the log head in their order, in batches of
     /// [`RELOCATION_BATCH_BYTES`], each re-checked as write leader (a put whose key no longer maps
     /// to the record's pointer is skipped) and synced before its pointers publish.
-    pub(super) fn submit_relocations<'a>(
+    pub(super) fn submit_relocations(
         &self,
-        records: impl IntoIterator<Item = (&'a [u8], &'a [u8], ValuePointer)>,
+        records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>, ValuePointer)>,
         current_at: SequenceNumber,
     ) -> Result<()> {
         let mut batch = WriteBatch::new();
         let mut from = Vec::new();
         for (key, value, pointer) in records {
-            batch.put(key, value);
+            // Moved in, not copied: the records were read for this batch alone. Stored keys go
+            // in as they are (`push`), keyspace prefixes included.
+            batch.push(BatchOp::Put { key, value });
             from.push(pointer);
             if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
                 let relocation = Relocation { from: std::mem::take(&mut from), current_at };
@@ -397,7 +399,7 @@ impl GcHost for DbInner {
     }
 
     fn relocate(&self, records: Vec<ReplayedRecord>, current_at: SequenceNumber) -> Result<SequenceNumber> {
-        self.submit_relocations(records.iter().map(|r| (&r.key[..], &r.value[..], r.pointer)), current_at)?;
+        self.submit_relocations(records.into_iter().map(|r| (r.key, r.value, r.pointer)), current_at)?;
         // The victim's other records are dead because newer writes shadow them; those writes
         // must be durable before the victim goes, or a crash would bring back pointers into it.
         self.sync_log()?;
@@ -510,7 +512,8 @@ mod tests {
             let index = &db.inner.index;
             assert_eq!(index.unchanged_since(b"untouched", current_at), !flush_after_overwrite);
             assert!(!index.unchanged_since(b"k", current_at));
-            let records = [(&b"k"[..], &[1u8; 100][..], old_k), (&b"untouched"[..], &[3u8; 100][..], old_untouched)];
+            let records =
+                [(b"k".to_vec(), vec![1u8; 100], old_k), (b"untouched".to_vec(), vec![3u8; 100], old_untouched)];
             db.inner.submit_relocations(records, current_at)?;
             assert_eq!(
                 db.get("k")?.as_deref(),

@@ -151,9 +151,8 @@ impl Db {
         outcome.bytes_rewritten += bytes;
         // In the GC totals (`Stats::gc_bytes_relocated`): the rewrite is GC in another order.
         self.inner.gc.note_rewritten(bytes);
-        let records = chunk.iter().map(|(k, v, p)| (&k[..], &v[..], *p));
+        let records = chunk.drain(..).map(|(k, v, p)| (k, Vec::from(v), p));
         self.inner.submit_relocations(records, current_at)?;
-        chunk.clear();
         Ok(())
     }
 

@@ -173,6 +173,13 @@ pub struct GcOutcome {
     pub segments_released: Vec<SegmentId>,
 }
 
+impl GcOutcome {
+    /// True if the run cleaned, punched or released anything.
+    pub fn did_work(&self) -> bool {
+        self.victim.is_some() || !self.segments_released.is_empty() || self.bytes_punched > 0
+    }
+}
+
 /// Cumulative GC counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GcTotals {
@@ -461,7 +468,7 @@ impl GarbageCollector {
     fn run_once_among(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<GcOutcome> {
         let started = std::time::Instant::now();
         let outcome = self.clean_once_among(host, force, among)?;
-        if outcome.victim.is_some() || !outcome.segments_released.is_empty() || outcome.bytes_punched > 0 {
+        if outcome.did_work() {
             host.on_gc_run(&outcome, started.elapsed());
         }
         Ok(outcome)

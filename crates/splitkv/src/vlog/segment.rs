@@ -208,7 +208,7 @@ impl RecordCursor {
             return Ok(true);
         }
         let want = (n.max(READ_CHUNK) as u64).min(self.file_len - at) as usize;
-        self.buf.clear();
+        // Every byte is read over: zero only what the buffer grows by.
         self.buf.resize(want, 0);
         self.file.read_exact_at_cold(at, &mut self.buf)?;
         self.buf_start = at;
