@@ -285,14 +285,19 @@ impl DbInner {
     /// and paces itself to `gc_rate_limit` bytes per second. A failure stops it and is kept, so
     /// that writers waiting for space learn why none will come.
     pub(super) fn background_gc(self: Arc<Self>) {
+        let mut worked = false;
         while !self.gc_stop.load(Ordering::Acquire) {
-            {
+            // After a run that did work, look again at once (the pacing below has already
+            // waited): another segment may be due, and waiting here too held GC to a run per
+            // 100 ms until writers reached the space limit and stalled.
+            if !worked {
                 let mut guard = self.gc_wake.0.lock();
                 if self.gc_stop.load(Ordering::Acquire) {
                     break;
                 }
                 self.gc_wake.1.wait_for(&mut guard, Duration::from_millis(100));
             }
+            worked = false;
             if self.gc_stop.load(Ordering::Acquire) || self.poisoned.lock().is_some() {
                 continue;
             }
@@ -307,6 +312,7 @@ impl DbInner {
                 }
             })();
             let over_budget = self.gc.space_pressure(self.as_ref()) != SpacePressure::None;
+            worked = run.as_ref().is_ok_and(|outcome| outcome.as_ref().is_some_and(GcOutcome::did_work));
             match run {
                 // Writers are waiting for space: no pacing.
                 Ok(Some(_)) if over_budget => {}
