@@ -99,6 +99,8 @@ pub struct Flags {
     pub write_buffer_size: Option<usize>,
     /// SSTable block size.
     pub block_size: Option<usize>,
+    /// Entries between restart points in a data block (splitkv, LevelDB, RocksDB).
+    pub block_restart_interval: Option<usize>,
     /// Block cache capacity in bytes.
     pub cache_size: Option<usize>,
     /// Bloom filter bits per key.
@@ -228,6 +230,7 @@ impl Default for Flags {
             allow_handicapped_peer: false,
             write_buffer_size: None,
             block_size: None,
+            block_restart_interval: None,
             cache_size: None,
             bloom_bits: None,
             open_files: None,
@@ -360,7 +363,7 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb|rocksdb|fjall  --json=FILE
   --allow_handicapped_peer=BOOL (run a peer built from bundled source or without optimisation)
   --write_buffer_size=N  --block_size=N  --cache_size=N  --bloom_bits=N  --open_files=N
-  --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N
+  --compression_type=none|snappy|lz4|zstd  --max_bytes_for_level_base=N  --block_restart_interval=N
   --target_file_size=N (alias --max_file_size)  --value_threshold=N|max (splitkv, fjall)
   --segment_size=N
   --delete_percent=N (50, for deletefraction and deleterange)  --delete_ranges=N (100)
@@ -497,6 +500,10 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
         }
         "write_buffer_size" => flags.write_buffer_size = Some(size()?),
         "block_size" => flags.block_size = Some(size()?),
+        "block_restart_interval" => {
+            let n = number("an entry count")?;
+            flags.block_restart_interval = Some(usize::try_from(n).map_err(|_| bad("an entry count"))?);
+        }
         // db_bench spells "engine default" as a negative number for these two.
         "cache_size" => flags.cache_size = negative_means_default(text()?).map_err(|_| bad("an integer"))?,
         "bloom_bits" => flags.bloom_bits = negative_means_default(text()?).map_err(|_| bad("an integer"))?,

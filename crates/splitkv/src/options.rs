@@ -224,7 +224,7 @@ impl Default for Options {
             segment_size: 16 << 20,
             vlog_buffer_size: 1 << 20,
             block_size: 4096,
-            block_restart_interval: 16,
+            block_restart_interval: 8,
             compression: CompressionType::None,
             bloom_bits_per_key: 10,
             block_cache_capacity: 64 << 20,

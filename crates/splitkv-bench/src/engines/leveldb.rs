@@ -110,6 +110,7 @@ extern "C" {
     fn leveldb_options_set_write_buffer_size(options: *mut RawOptions, size: usize);
     fn leveldb_options_set_max_open_files(options: *mut RawOptions, n: c_int);
     fn leveldb_options_set_block_size(options: *mut RawOptions, size: usize);
+    fn leveldb_options_set_block_restart_interval(options: *mut RawOptions, n: c_int);
     fn leveldb_options_set_max_file_size(options: *mut RawOptions, size: usize);
     fn leveldb_options_set_compression(options: *mut RawOptions, kind: c_int);
     fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int) -> *mut RawFilterPolicy;
@@ -171,6 +172,7 @@ impl OwnedOptions {
             Some(other) => return Err(format!("LevelDB 1.23 has no {other:?} compression; use none or snappy").into()),
         };
         let open_files = flags.open_files.map(c_int::try_from).transpose()?;
+        let restart_interval = flags.block_restart_interval.map(c_int::try_from).transpose()?;
         let bloom_bits = flags.bloom_bits.map(c_int::try_from).transpose()?;
         let max_file_size = flags.target_file_size.map(usize::try_from).transpose()?;
         // SAFETY: each create function returns a fresh object we own; setters take the pointer we
@@ -185,6 +187,9 @@ impl OwnedOptions {
             }
             if let Some(size) = flags.block_size {
                 leveldb_options_set_block_size(options, size);
+            }
+            if let Some(n) = restart_interval {
+                leveldb_options_set_block_restart_interval(options, n);
             }
             if let Some(size) = max_file_size {
                 leveldb_options_set_max_file_size(options, size);

@@ -71,6 +71,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<(Options, Option<Cache>)
     if let Some(n) = flags.block_size {
         table.set_block_size(n);
     }
+    if let Some(n) = flags.block_restart_interval {
+        table.set_block_restart_interval(i32::try_from(n)?);
+    }
     if let Some(capacity) = flags.cache_size {
         let lru = Cache::new_lru_cache(capacity)?;
         table.set_block_cache(&lru);

@@ -69,6 +69,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(n) = flags.block_size {
         options.block_size = n;
     }
+    if let Some(n) = flags.block_restart_interval {
+        options.block_restart_interval = n;
+    }
     if let Some(n) = flags.cache_size {
         options.block_cache_capacity = n;
     }
