@@ -398,12 +398,31 @@ mod tests {
     /// a buffer of its own, so a stale key is the child's previous entry.
     #[test]
     fn random_walks_match_single_sorted_list() -> Result<()> {
-        for seed in 0..200u64 {
+        random_walks(0..200, 6, 60, 100, 7)
+    }
+
+    /// Longer walks through more children: deeper heaps, and children that run dry mid-walk.
+    #[test]
+    fn long_runs_through_many_children_match_single_sorted_list() -> Result<()> {
+        random_walks(1000..1100, 10, 400, 400, 9)
+    }
+
+    /// `steps` random movements per seed of a merge of fewer than `max_children` children,
+    /// checked against one sorted list: of every 10, 4 are seeks, `forward_up_to - 4` are `next`
+    /// and the rest `prev`.
+    fn random_walks(
+        seeds: std::ops::Range<u64>,
+        max_children: usize,
+        max_entries: u64,
+        steps: usize,
+        forward_up_to: u32,
+    ) -> Result<()> {
+        for seed in seeds {
             let mut rng = SmallRng::seed_from_u64(seed);
-            let children_count = rng.gen_range(1..6);
+            let children_count = rng.gen_range(1..max_children);
             let mut parts: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); children_count];
             let mut all = Vec::new();
-            for seq in 1..rng.gen_range(1..60u64) {
+            for seq in 1..rng.gen_range(1..max_entries) {
                 let user = format!("{:02}", rng.gen_range(0..15));
                 let entry = (ikey(&user, seq), format!("{user}@{seq}").into_bytes());
                 parts[rng.gen_range(0..children_count)].push(entry.clone());
@@ -412,7 +431,7 @@ mod tests {
             let mut merged =
                 MergingIterator::new(parts.into_iter().map(|p| Box::new(VecIterator::new(p)) as _).collect());
             let mut reference = VecIterator::new(all);
-            for step in 0..100 {
+            for step in 0..steps {
                 let op = rng.gen_range(0..10);
                 match op {
                     0 => {
@@ -424,11 +443,11 @@ mod tests {
                         reference.seek_to_last()?;
                     }
                     2 | 3 => {
-                        let target = ikey(&format!("{:02}", rng.gen_range(0..16)), rng.gen_range(0..60));
+                        let target = ikey(&format!("{:02}", rng.gen_range(0..16)), rng.gen_range(0..max_entries));
                         merged.seek(&target)?;
                         reference.seek(&target)?;
                     }
-                    4..=6 if reference.valid() => {
+                    _ if op < forward_up_to && reference.valid() => {
                         merged.next()?;
                         reference.next()?;
                     }
