@@ -25,6 +25,8 @@ pub fn to_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> 
         ("stall_gc_micros", s.stall_gc_micros),
         ("gc_surveys", s.gc_surveys),
         ("gc_survey_micros", s.gc_survey_micros),
+        ("gc_scan_micros", s.gc_scan_micros),
+        ("gc_relocate_micros", s.gc_relocate_micros),
         ("gets", s.gets),
         ("vlog_reads", s.vlog_reads),
         ("tables_probed", s.tables_probed),

@@ -43,6 +43,10 @@ pub struct Counters {
     pub gc_surveys: AtomicU64,
     /// Microseconds spent in garbage surveys.
     pub gc_survey_micros: AtomicU64,
+    /// Microseconds GC runs spent reading victims and deciding which records are live.
+    pub gc_scan_micros: AtomicU64,
+    /// Microseconds GC runs spent rewriting live records at the log head (and syncing them).
+    pub gc_relocate_micros: AtomicU64,
     /// Liveness lookups GC skipped because the last survey found the record unreachable (a
     /// record scanned again, or re-checked by the write leader, counts again).
     pub gc_lookups_skipped: AtomicU64,
@@ -404,6 +408,10 @@ pub struct Stats {
     pub gc_surveys: u64,
     /// Microseconds spent in garbage surveys.
     pub gc_survey_micros: u64,
+    /// Microseconds GC runs spent reading victims and deciding which records are live.
+    pub gc_scan_micros: u64,
+    /// Microseconds GC runs spent rewriting live records at the log head (and syncing them).
+    pub gc_relocate_micros: u64,
     /// Liveness lookups GC skipped because the last survey found the record unreachable.
     pub gc_lookups_skipped: u64,
     /// Point lookups.
@@ -579,6 +587,8 @@ impl Stats {
         self.stall_gc_micros = Counters::get(&c.stall_gc_micros);
         self.gc_surveys = Counters::get(&c.gc_surveys);
         self.gc_survey_micros = Counters::get(&c.gc_survey_micros);
+        self.gc_scan_micros = Counters::get(&c.gc_scan_micros);
+        self.gc_relocate_micros = Counters::get(&c.gc_relocate_micros);
         self.gc_lookups_skipped = Counters::get(&c.gc_lookups_skipped);
         self.gets = Counters::get(&c.gets);
         self.vlog_reads = Counters::get(&c.vlog_reads);
@@ -675,12 +685,14 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, {} surveys ({:.3} s), {} lookups skipped by survey maps; on disk {:.1} MiB",
+            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, runs spent {:.3} s scanning and {:.3} s relocating, {} surveys ({:.3} s), {} lookups skipped by survey maps; on disk {:.1} MiB",
             self.gc_runs,
             self.gc_bytes_read as f64 / MIB,
             self.gc_bytes_relocated as f64 / MIB,
             self.gc_bytes_punched as f64 / MIB,
             self.gc_segments_released,
+            self.gc_scan_micros as f64 / 1e6,
+            self.gc_relocate_micros as f64 / 1e6,
             self.gc_surveys,
             self.gc_survey_micros as f64 / 1e6,
             self.gc_lookups_skipped,

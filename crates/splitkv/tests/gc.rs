@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::{dump, index_kinds, key, small_options, value_for, CrashEnv};
 use splitkv::fs::{Fault, FaultKind};
@@ -129,6 +130,32 @@ fn concurrent_overwrites_win(kind: IndexKind) -> Result<()> {
 fn snapshots_and_iterators_survive_gc_until_dropped() -> Result<()> {
     for kind in index_kinds() {
         snapshots_and_iterators_survive_gc(kind)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn gc_runs_report_where_their_time_went() -> Result<()> {
+    for kind in index_kinds() {
+        let dir = tempfile::tempdir()?;
+        let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?;
+        overwrite(&db, 300, 3)?;
+        let outcome = db.run_gc()?;
+        assert!(outcome.records_relocated > 0, "{kind:?}: {outcome:?}");
+        let (scan, relocate) = (outcome.scan_time, outcome.relocate_time);
+        assert!(scan > Duration::ZERO && relocate > Duration::ZERO, "{kind:?}: {outcome:?}");
+        // The totals add each run's times, truncated to whole microseconds.
+        let stats = db.stats();
+        let (runs, scan_micros, relocate_micros) =
+            (stats.gc_runs, scan.as_micros() as u64, relocate.as_micros() as u64);
+        assert!(
+            (scan_micros.saturating_sub(runs)..=scan_micros).contains(&stats.gc_scan_micros),
+            "{kind:?}: {stats:?}"
+        );
+        let relocated = relocate_micros.saturating_sub(runs)..=relocate_micros;
+        assert!(relocated.contains(&stats.gc_relocate_micros), "{kind:?}: {stats:?}");
+        let idle = db.run_gc()?;
+        assert_eq!((idle.scan_time, idle.relocate_time), (Duration::ZERO, Duration::ZERO), "{kind:?}: {idle:?}");
     }
     Ok(())
 }

@@ -443,6 +443,8 @@ impl GcHost for DbInner {
     }
 
     fn on_gc_run(&self, outcome: &GcOutcome, took: Duration) {
+        Counters::add(&self.counters.gc_scan_micros, outcome.scan_time.as_micros() as u64);
+        Counters::add(&self.counters.gc_relocate_micros, outcome.relocate_time.as_micros() as u64);
         let released: Vec<u64> = outcome.segments_released.iter().map(|s| s.0).collect();
         log_event!(
             self.info_log,
@@ -453,6 +455,8 @@ impl GcHost for DbInner {
             bytes_relocated = outcome.bytes_relocated,
             bytes_punched = outcome.bytes_punched,
             released = %ListDisplay(&released),
+            scan_micros = outcome.scan_time.as_micros() as u64,
+            relocate_micros = outcome.relocate_time.as_micros() as u64,
             micros = took.as_micros() as u64,
             "gc run finished"
         );

@@ -42,6 +42,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -171,6 +172,11 @@ pub struct GcOutcome {
     pub bytes_punched: u64,
     /// Segments deleted in this run (the victim, or earlier victims whose readers are gone).
     pub segments_released: Vec<SegmentId>,
+    /// Time spent reading the victim and deciding which of its records are live.
+    pub scan_time: Duration,
+    /// Time spent rewriting the live records at the head, including the sync that makes them
+    /// durable.
+    pub relocate_time: Duration,
 }
 
 impl GcOutcome {
@@ -458,6 +464,8 @@ impl GarbageCollector {
             total.bytes_relocated += run.bytes_relocated;
             total.bytes_punched += run.bytes_punched;
             total.segments_released.extend(run.segments_released);
+            total.scan_time += run.scan_time;
+            total.relocate_time += run.relocate_time;
             if run.victim.is_none() {
                 return Ok(total);
             }
@@ -466,7 +474,7 @@ impl GarbageCollector {
     }
 
     fn run_once_among(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<GcOutcome> {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let outcome = self.clean_once_among(host, force, among)?;
         if outcome.did_work() {
             host.on_gc_run(&outcome, started.elapsed());
@@ -485,11 +493,13 @@ impl GarbageCollector {
         let skipped = host.skipped_ranges(victim.id);
         // A segment nothing ever pointed into (a log of inline values is only a write-ahead
         // log) needs no scan: no record can be live, and releasing beats punching.
+        let scan_started = Instant::now();
         let mut scan = if host.may_be_referenced(victim.id) {
             scan_victim(fs, &path, &skipped, host)?
         } else {
             VictimScan::unread(host.visible_sequence())
         };
+        outcome.scan_time = scan_started.elapsed();
         outcome.bytes_read = scan.bytes_read;
 
         let mostly_holes = (victim.skipped_bytes as f64) > 0.75 * victim.size as f64;
@@ -531,7 +541,9 @@ impl GarbageCollector {
         }
         outcome.records_relocated = scan.live.len() as u64;
         outcome.bytes_relocated = scan.live.iter().map(|r| r.value.len() as u64).sum();
+        let relocate_started = Instant::now();
         let seq = host.relocate(scan.live, scan.current_at)?;
+        outcome.relocate_time = relocate_started.elapsed();
         {
             let mut state = self.state.lock();
             // A victim released unread (nothing in it was live) freed all of it.
