@@ -491,9 +491,9 @@ impl GarbageCollector {
         let (fs, dir) = host.files();
         let path = segment_file(dir, victim.id);
         let skipped = host.skipped_ranges(victim.id);
+        let scan_started = Instant::now();
         // A segment nothing ever pointed into (a log of inline values is only a write-ahead
         // log) needs no scan: no record can be live, and releasing beats punching.
-        let scan_started = Instant::now();
         let mut scan = if host.may_be_referenced(victim.id) {
             scan_victim(fs, &path, &skipped, host)?
         } else {
