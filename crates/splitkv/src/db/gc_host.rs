@@ -404,8 +404,12 @@ impl GcHost for DbInner {
         self.vlog.may_be_referenced(id)
     }
 
-    fn relocate(&self, records: Vec<ReplayedRecord>, current_at: SequenceNumber) -> Result<SequenceNumber> {
-        self.submit_relocations(records.into_iter().map(|r| (r.key, r.value, r.pointer)), current_at)?;
+    fn relocate(
+        &self,
+        records: &mut dyn Iterator<Item = ReplayedRecord>,
+        current_at: SequenceNumber,
+    ) -> Result<SequenceNumber> {
+        self.submit_relocations(records.map(|r| (r.key, r.value, r.pointer)), current_at)?;
         // The victim's other records are dead because newer writes shadow them; those writes
         // must be durable before the victim goes, or a crash would bring back pointers into it.
         self.sync_log()?;

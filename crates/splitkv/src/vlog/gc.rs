@@ -52,7 +52,8 @@ use crate::fs::FileSystem;
 use crate::options::GcRewriteOrder;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::version::aligned_interior;
-use crate::vlog::{scan_segment, RecordKind, ReplayedRecord};
+use crate::vlog::victim_scan::{relocate, scan_victim, scan_while_relocating, Relocated, VictimScan};
+use crate::vlog::ReplayedRecord;
 
 /// Block size for hole punching: holes are aligned to it so the file system can free whole blocks.
 pub const PUNCH_BLOCK: u64 = 4096;
@@ -105,7 +106,12 @@ pub trait GcHost: Send + Sync {
     /// (which skips any whose key was written since), then makes the whole log durable, so that
     /// whatever made the victim's other records dead survives a crash too; returns the last
     /// sequence number published.
-    fn relocate(&self, records: Vec<ReplayedRecord>, current_at: SequenceNumber) -> Result<SequenceNumber>;
+    /// The records may still be arriving from a scan on another thread: `records` can block.
+    fn relocate(
+        &self,
+        records: &mut dyn Iterator<Item = ReplayedRecord>,
+        current_at: SequenceNumber,
+    ) -> Result<SequenceNumber>;
     /// True if no snapshot or iterator older than `seq` is open.
     fn no_reader_older_than(&self, seq: SequenceNumber) -> bool;
     /// Makes the log durable (so the writes that killed `ranges` survive a crash), then records
@@ -491,24 +497,41 @@ impl GarbageCollector {
         let (fs, dir) = host.files();
         let path = segment_file(dir, victim.id);
         let skipped = host.skipped_ranges(victim.id);
-        let scan_started = Instant::now();
-        // A segment nothing ever pointed into (a log of inline values is only a write-ahead
-        // log) needs no scan: no record can be live, and releasing beats punching.
-        let mut scan = if host.may_be_referenced(victim.id) {
-            scan_victim(fs, &path, &skipped, host)?
-        } else {
-            VictimScan::unread(host.visible_sequence())
-        };
-        outcome.scan_time = scan_started.elapsed();
-        outcome.bytes_read = scan.bytes_read;
-
+        // Read before any lookup: every record found live is current at this sequence number or
+        // later, which is what the write path re-checks against.
+        let current_at = host.visible_sequence();
         let mostly_holes = (victim.skipped_bytes as f64) > 0.75 * victim.size as f64;
         let logical_room = self
             .settings
             .space_budget
             .is_none_or(|b| (host.logical_log_bytes() as f64) < b as f64 * self.settings.logical_space_factor);
         let punch = self.settings.punch_holes && !self.state.lock().punch_unsupported && !is_shared(fs, &path)?;
-        if punch && logical_room && !mostly_holes {
+        let may_punch = punch && logical_room && !mostly_holes;
+        // A segment nothing ever pointed into (a log of inline values is only a write-ahead
+        // log) needs no scan: no record can be live, and releasing beats punching.
+        let referenced = host.may_be_referenced(victim.id);
+
+        if referenced && !may_punch && self.settings.rewrite_order == GcRewriteOrder::Segment {
+            // Nothing needs the whole scan before copying: relocate while scanning.
+            let (scan, relocated) = scan_while_relocating(fs, &path, &skipped, host, current_at)?;
+            outcome.scan_time = scan.time;
+            outcome.bytes_read = scan.bytes_read;
+            return self.finish_copy(host, victim.id, relocated, outcome);
+        }
+
+        let mut live = Vec::new();
+        let scan = if referenced {
+            scan_victim(fs, &path, &skipped, host, |record| {
+                live.push(record);
+                true
+            })?
+        } else {
+            VictimScan::default()
+        };
+        outcome.scan_time = scan.time;
+        outcome.bytes_read = scan.bytes_read;
+
+        if may_punch {
             // Record first, punch later: once recorded, no scan reads the ranges, and a crash
             // before the punch only leaves dead bytes in place. The punch itself waits for
             // readers that may still reach the records.
@@ -537,18 +560,29 @@ impl GarbageCollector {
         if self.settings.rewrite_order == GcRewriteOrder::Key {
             // Keys in the log are the index's keys (keyspace prefix included): sorting them
             // here is sorting them as scans visit them.
-            scan.live.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+            live.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         }
-        outcome.records_relocated = scan.live.len() as u64;
-        outcome.bytes_relocated = scan.live.iter().map(|r| r.value.len() as u64).sum();
-        let relocate_started = Instant::now();
-        let seq = host.relocate(scan.live, scan.current_at)?;
-        outcome.relocate_time = relocate_started.elapsed();
+        let relocated = relocate(host, live, current_at)?;
+        self.finish_copy(host, victim.id, relocated, outcome)
+    }
+
+    /// Ends a run that copied the victim's live records: the victim is released once no reader
+    /// older than the copies is open.
+    fn finish_copy(
+        &self,
+        host: &dyn GcHost,
+        victim: SegmentId,
+        relocated: Relocated,
+        mut outcome: GcOutcome,
+    ) -> Result<GcOutcome> {
+        outcome.records_relocated = relocated.records;
+        outcome.bytes_relocated = relocated.bytes;
+        outcome.relocate_time = relocated.time;
         {
             let mut state = self.state.lock();
             // A victim released unread (nothing in it was live) freed all of it.
             state.effective = outcome.bytes_read == 0 || outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
-            state.deferred.push((Deferred::Release(victim.id), seq));
+            state.deferred.push((Deferred::Release(victim), relocated.seq));
             state.totals.runs += 1;
             state.totals.bytes_read += outcome.bytes_read;
             state.totals.bytes_relocated += outcome.bytes_relocated;
@@ -576,43 +610,6 @@ impl Drop for RewriteGuard<'_> {
 /// GC must not punch it (copying and deleting this name are safe: the other keeps the file).
 fn is_shared(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
     Ok(fs.link_count(path)? > 1)
-}
-
-/// A victim's records sorted into live and dead.
-struct VictimScan {
-    live: Vec<ReplayedRecord>,
-    /// The records of `live` were current as of this sequence number (read before the scan).
-    current_at: SequenceNumber,
-    /// `(offset, len)` of records nothing points to, in file order.
-    dead: Vec<(u64, u64)>,
-    bytes_read: u64,
-}
-
-impl VictimScan {
-    /// A scan that has read nothing yet (or, for a victim never pointed into, needs to read
-    /// nothing), its records current as of `current_at`.
-    fn unread(current_at: SequenceNumber) -> Self {
-        VictimScan { live: Vec::new(), current_at, dead: Vec::new(), bytes_read: 0 }
-    }
-}
-
-fn scan_victim(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)], host: &dyn GcHost) -> Result<VictimScan> {
-    // Read before any lookup: each record is found current at this sequence number or later.
-    let current_at = host.visible_sequence();
-    let mut scan = VictimScan::unread(current_at);
-    let mut records = scan_segment(fs, path, skipped)?;
-    let is_live = |kind, key: &[u8], pointer: &ValuePointer| -> Result<bool> {
-        Ok(kind == RecordKind::Put && host.is_current(key, pointer)?)
-    };
-    while let Some(item) = records.next_kept(is_live) {
-        let (offset, len, live) = item?;
-        scan.bytes_read += u64::from(len);
-        match live {
-            Some(record) => scan.live.push(record),
-            None => scan.dead.push((offset, u64::from(len))),
-        }
-    }
-    Ok(scan)
 }
 
 /// Merges adjacent dead records into runs and keeps the runs that contain at least one whole
@@ -735,8 +732,12 @@ mod tests {
         fn live_log_bytes_estimate(&self) -> u64 {
             self.log_bytes
         }
-        fn relocate(&self, records: Vec<ReplayedRecord>, _current_at: SequenceNumber) -> Result<SequenceNumber> {
-            assert!(records.is_empty(), "nothing here is live");
+        fn relocate(
+            &self,
+            records: &mut dyn Iterator<Item = ReplayedRecord>,
+            _current_at: SequenceNumber,
+        ) -> Result<SequenceNumber> {
+            assert!(records.next().is_none(), "nothing here is live");
             Ok(SequenceNumber(1))
         }
         fn no_reader_older_than(&self, _seq: SequenceNumber) -> bool {

@@ -31,6 +31,7 @@
 pub mod gc;
 pub mod live_map;
 pub mod prefetch;
+mod victim_scan;
 mod record;
 mod replay;
 mod segment;
