@@ -411,6 +411,8 @@ pub struct Stats {
     /// Microseconds GC runs spent reading victims and deciding which records are live.
     pub gc_scan_micros: u64,
     /// Microseconds GC runs spent rewriting live records at the log head (and syncing them).
+    /// Scans and relocations may overlap on two threads, so the two can add up to more than
+    /// the runs' wall time.
     pub gc_relocate_micros: u64,
     /// Liveness lookups GC skipped because the last survey found the record unreachable.
     pub gc_lookups_skipped: u64,

@@ -6,7 +6,8 @@
 //! [`GarbageCollector::run_once`] cleans one victim segment in the order that keeps every
 //! acknowledged write and every open read view intact:
 //! 1. scan the victim (stepping over ranges recorded as skipped) and keep the records whose
-//!    pointer the index still holds;
+//!    pointer the index still holds; unless the run needs every record first (to punch, or to
+//!    sort by key), a helper thread scans while this one relocates (`victim_scan`);
 //! 2. hand them to the host's write path, which re-checks each pointer *as write leader* (so a
 //!    concurrent user write of the same key always wins, and the copy gets a sequence number
 //!    above every write it could shadow), appends the survivors at the log head, syncs, and
@@ -178,7 +179,8 @@ pub struct GcOutcome {
     pub bytes_punched: u64,
     /// Segments deleted in this run (the victim, or earlier victims whose readers are gone).
     pub segments_released: Vec<SegmentId>,
-    /// Time spent reading the victim and deciding which of its records are live.
+    /// Time spent reading the victim and deciding which of its records are live. The scan and
+    /// the relocation may overlap (on two threads); neither time counts waits for the other.
     pub scan_time: Duration,
     /// Time spent rewriting the live records at the head, including the sync that makes them
     /// durable.
