@@ -31,10 +31,10 @@
 pub mod gc;
 pub mod live_map;
 pub mod prefetch;
-mod victim_scan;
 mod record;
 mod replay;
 mod segment;
+mod victim_scan;
 mod writer;
 
 use std::collections::{HashMap, HashSet};

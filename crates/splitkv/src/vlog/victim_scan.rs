@@ -92,7 +92,11 @@ pub(super) fn scan_victim(
 
 /// Hands a victim's live `records`, read in full, to the host's relocation (see
 /// [`GcHost::relocate`]).
-pub(super) fn relocate(host: &dyn GcHost, records: Vec<ReplayedRecord>, current_at: SequenceNumber) -> Result<Relocated> {
+pub(super) fn relocate(
+    host: &dyn GcHost,
+    records: Vec<ReplayedRecord>,
+    current_at: SequenceNumber,
+) -> Result<Relocated> {
     relocate_arrivals(host, &mut Arrivals::new(records, None), current_at)
 }
 
