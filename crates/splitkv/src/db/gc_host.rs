@@ -284,54 +284,85 @@ impl DbInner {
     /// The background GC loop: checks every 100 ms whether a run (or a garbage survey) is due,
     /// and paces itself to `gc_rate_limit` bytes per second. A failure stops it and is kept, so
     /// that writers waiting for space learn why none will come.
+    ///
+    /// A survey runs on a thread of its own while runs go on with the counts of the one before:
+    /// it walks every key (about 0.1 s per million here), and on this thread it held up every
+    /// run, while writers waited for space, for as long. Runs and surveys may overlap anyway
+    /// (`Db::run_gc` surveys on the caller's thread); a survey records counts only for segments
+    /// still in the log.
     pub(super) fn background_gc(self: Arc<Self>) {
-        let mut worked = false;
-        while !self.gc_stop.load(Ordering::Acquire) {
-            // After a run that did work, look again at once (the pacing below has already
-            // waited): another segment may be due, and waiting here too held GC to a run per
-            // 100 ms until writers reached the space limit and stalled.
-            if !worked {
-                let mut guard = self.gc_wake.0.lock();
-                if self.gc_stop.load(Ordering::Acquire) {
-                    break;
+        let this = self.as_ref();
+        std::thread::scope(|scope| {
+            let mut survey: Option<std::thread::ScopedJoinHandle<'_, Result<()>>> = None;
+            let mut worked = false;
+            let failed = |e: Error| {
+                log_event!(this.info_log, Level::ERROR, error = %e, "background GC stopped");
+                *this.gc_failure.lock() = Some(e.to_string());
+            };
+            while !this.gc_stop.load(Ordering::Acquire) {
+                // After a run that did work, look again at once (the pacing below has already
+                // waited): another segment may be due, and waiting here too held GC to a run per
+                // 100 ms until writers reached the space limit and stalled.
+                if !worked {
+                    let mut guard = this.gc_wake.0.lock();
+                    if this.gc_stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    this.gc_wake.1.wait_for(&mut guard, Duration::from_millis(100));
                 }
-                self.gc_wake.1.wait_for(&mut guard, Duration::from_millis(100));
-            }
-            worked = false;
-            if self.gc_stop.load(Ordering::Acquire) || self.poisoned.lock().is_some() {
-                continue;
-            }
-            let run = (|| {
-                if self.survey_due() {
-                    self.survey_garbage()?;
+                worked = false;
+                if this.gc_stop.load(Ordering::Acquire) || this.poisoned.lock().is_some() {
+                    continue;
                 }
-                if self.gc.is_due(self.as_ref())? {
-                    self.gc.run_once(self.as_ref(), false).map(Some)
-                } else {
-                    Ok(None)
-                }
-            })();
-            let over_budget = self.gc.space_pressure(self.as_ref()) != SpacePressure::None;
-            worked = run.as_ref().is_ok_and(|outcome| outcome.as_ref().is_some_and(GcOutcome::did_work));
-            match run {
-                // Writers are waiting for space: no pacing.
-                Ok(Some(_)) if over_budget => {}
-                Ok(Some(outcome)) if self.options.gc_rate_limit > 0 => {
-                    let secs = outcome.bytes_read as f64 / self.options.gc_rate_limit as f64;
-                    let mut guard = self.gc_wake.0.lock();
-                    if !self.gc_stop.load(Ordering::Acquire) {
-                        self.gc_wake.1.wait_for(&mut guard, Duration::from_secs_f64(secs.min(10.0)));
+                if survey.as_ref().is_some_and(|s| s.is_finished()) {
+                    let finished = survey.take().map(|s| s.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+                    if let Some(Err(e)) = finished {
+                        failed(e);
+                        break;
                     }
                 }
-                Ok(_) => {}
-                // A failed run leaves everything as it was; stop retrying a broken log.
-                Err(e) => {
-                    log_event!(self.info_log, Level::ERROR, error = %e, "background GC stopped");
-                    *self.gc_failure.lock() = Some(e.to_string());
-                    break;
+                if survey.is_none() && this.survey_due() {
+                    let spawned =
+                        std::thread::Builder::new().name("splitkv-gc-survey".into()).spawn_scoped(scope, || {
+                            let surveyed = this.survey_garbage();
+                            // Runs waiting for work may find some in the new counts.
+                            this.gc_wake.1.notify_all();
+                            surveyed
+                        });
+                    match spawned {
+                        Ok(handle) => survey = Some(handle),
+                        Err(e) => {
+                            failed(e.into());
+                            break;
+                        }
+                    }
+                }
+                let run =
+                    this.gc
+                        .is_due(this)
+                        .and_then(|due| if due { this.gc.run_once(this, false).map(Some) } else { Ok(None) });
+                let over_budget = this.gc.space_pressure(this) != SpacePressure::None;
+                worked = run.as_ref().is_ok_and(|outcome| outcome.as_ref().is_some_and(GcOutcome::did_work));
+                match run {
+                    // Writers are waiting for space: no pacing.
+                    Ok(Some(_)) if over_budget => {}
+                    Ok(Some(outcome)) if this.options.gc_rate_limit > 0 => {
+                        let secs = outcome.bytes_read as f64 / this.options.gc_rate_limit as f64;
+                        let mut guard = this.gc_wake.0.lock();
+                        if !this.gc_stop.load(Ordering::Acquire) {
+                            this.gc_wake.1.wait_for(&mut guard, Duration::from_secs_f64(secs.min(10.0)));
+                        }
+                    }
+                    Ok(_) => {}
+                    // A failed run leaves everything as it was; stop retrying a broken log.
+                    Err(e) => {
+                        failed(e);
+                        break;
+                    }
                 }
             }
-        }
+            // The scope joins a survey still running; its result no longer matters.
+        });
     }
 }
 
