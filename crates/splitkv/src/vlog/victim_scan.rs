@@ -5,9 +5,10 @@
 //! Why overlap them: a run's time splits about evenly between the scan (reading records and a
 //! liveness lookup for each) and the relocation (the write path: memtable inserts, log appends,
 //! syncs), and the two share nothing but the records passed from one to the other. While
-//! writers wait for log space, one core ran both halves in turn and the other sat mostly idle.
-//! The scan therefore runs on a helper thread and sends the live records through a small
-//! bounded channel, so that memory stays bounded by the channel rather than by the victim.
+//! writers wait for log space, one core ran both halves in turn and the other ran only flushes
+//! and compactions. The scan therefore runs on a helper thread and sends the live records
+//! through a small bounded channel, so that memory stays bounded by the channel rather than by
+//! the victim.
 //!
 //! Relocating records before the scan has finished is safe for the same reason relocating after
 //! it is: every record sent was current at or after `current_at` (read before the first lookup),
@@ -38,7 +39,8 @@ pub(super) struct VictimScan {
     pub dead: Vec<(u64, u64)>,
     /// Bytes of records read.
     pub bytes_read: u64,
-    /// Time spent reading and deciding liveness, not counting waits for relocation.
+    /// Time spent reading and deciding liveness, not counting waits for relocation to take
+    /// what was sent.
     pub time: Duration,
 }
 
@@ -66,7 +68,6 @@ pub(super) fn scan_victim(
 ) -> Result<VictimScan> {
     let started = Instant::now();
     let mut scan = VictimScan::default();
-    let mut waited = Duration::ZERO;
     let mut records = scan_segment(fs, path, skipped)?;
     let is_live = |kind, key: &[u8], pointer: &ValuePointer| -> Result<bool> {
         Ok(kind == RecordKind::Put && host.is_current(key, pointer)?)
@@ -76,17 +77,14 @@ pub(super) fn scan_victim(
         scan.bytes_read += u64::from(len);
         match live {
             Some(record) => {
-                let handed_at = Instant::now();
-                let go_on = on_live(record);
-                waited += handed_at.elapsed();
-                if !go_on {
+                if !on_live(record) {
                     break;
                 }
             }
             None => scan.dead.push((offset, u64::from(len))),
         }
     }
-    scan.time = started.elapsed().saturating_sub(waited);
+    scan.time = started.elapsed();
     Ok(scan)
 }
 
@@ -115,19 +113,23 @@ pub(super) fn scan_while_relocating(
         let scanner = std::thread::Builder::new().name("splitkv-gc-scan".into()).spawn_scoped(scope, move || {
             let mut chunk = Vec::new();
             let mut chunk_bytes = 0;
+            let mut waited = Duration::ZERO;
             let scan = scan_victim(fs, path, skipped, host, |record| {
                 chunk_bytes += record.value.len();
                 chunk.push(record);
                 chunk_bytes < CHUNK_BYTES || {
                     chunk_bytes = 0;
-                    sender.send(std::mem::take(&mut chunk)).is_ok()
+                    let sending_since = Instant::now();
+                    let sent = sender.send(std::mem::take(&mut chunk)).is_ok();
+                    waited += sending_since.elapsed();
+                    sent
                 }
             });
             if !chunk.is_empty() {
                 // A closed channel means relocation failed; its error is reported instead.
                 let _ = sender.send(chunk);
             }
-            scan
+            scan.map(|scan| VictimScan { time: scan.time.saturating_sub(waited), ..scan })
         })?;
         let mut arrivals = Arrivals::new(Vec::new(), Some(receiver));
         let relocated = relocate_arrivals(host, &mut arrivals, current_at);
