@@ -338,10 +338,7 @@ impl DbInner {
                         }
                     }
                 }
-                let run =
-                    this.gc
-                        .is_due(this)
-                        .and_then(|due| if due { this.gc.run_once(this, false).map(Some) } else { Ok(None) });
+                let run = this.gc.is_due(this).and_then(|due| due.then(|| this.gc.run_once(this, false)).transpose());
                 let over_budget = this.gc.space_pressure(this) != SpacePressure::None;
                 worked = run.as_ref().is_ok_and(|outcome| outcome.as_ref().is_some_and(GcOutcome::did_work));
                 match run {
