@@ -58,8 +58,7 @@ impl DbInner {
     /// Rewrites `records` (key, value, the pointer it replaces, which the index mapped the key
     /// to as of `current_at`) at the log head in their order, in batches of
     /// [`RELOCATION_BATCH_BYTES`], each re-checked as write leader (a put whose key no longer maps
-    /// to the record's pointer is skipped). The batches are not synced: the caller syncs the log
-    /// before it frees anything the copies replace.
+    /// to the record's pointer is skipped) and synced before its pointers publish.
     pub(super) fn submit_relocations(
         &self,
         records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>, ValuePointer)>,

@@ -131,8 +131,8 @@ impl Db {
                 it.next()?;
             }
             self.rewrite_chunk(&mut chunk, current_at, &mut outcome)?;
-            // The copies, and the user writes that made the old records dead, become durable
-            // here, before any old segment can go.
+            // Each relocation batch synced itself; this also makes durable the user writes that
+            // made the old records dead, before any old segment can go.
             inner.sync_log()?;
         }
         outcome.gc = self.release_emptied_segments(first_new)?;

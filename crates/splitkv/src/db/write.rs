@@ -83,11 +83,9 @@ impl PendingWrite {
         Self::with(WriteBatch::new(), false, true, None)
     }
 
-    /// A GC relocation of the records `old.from`, one per put of `batch`. It is not synced on
-    /// its own: GC syncs the log once after a victim's last batch, before the victim may go,
-    /// and a flush syncs the log before any table that points at the copies is installed.
+    /// A GC relocation of the records `old.from`, one per put of `batch`, made durable.
     pub(super) fn relocation(batch: WriteBatch, old: Relocation) -> Self {
-        Self::with(batch, false, false, Some(old))
+        Self::with(batch, true, false, Some(old))
     }
 
     /// True for a user write of puts and point deletes: it may be appended and applied beside
