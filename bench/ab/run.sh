@@ -17,7 +17,7 @@
 # with two (NUM/2 keys each, db_bench's convention), at 1 KiB and 100 B, default options, and at
 # 1 KiB again with no value-log space limit (--space_amplification=none), which takes GC's
 # stalls out and leaves the write path. Compares total ops/s, and each build's two threads
-# against its one, round by round.
+# against its one, round by round. VARIANTS picks some of them (e.g. VARIANTS="1024-t1none").
 #
 # MODE=overwrite A/Bs value-log GC under the default space limit: per round and build,
 # fillrandom then overwrite at 1 KiB (GC rewrites about twice what the overwrite writes).
@@ -59,7 +59,7 @@ if [[ ${MODE:-main} == threads ]]; then
     for round in $(seq 1 "$ROUNDS"); do
         order=(base new)
         ((round % 2 == 0)) && order=(new base)
-        for variant in 1024-t1 1024-t2 100-t1 100-t2 1024-t1none 1024-t2none; do
+        for variant in ${VARIANTS:-1024-t1 1024-t2 100-t1 100-t2 1024-t1none 1024-t2none}; do
             size=${variant%%-*}
             threads=${variant#*-t}
             threads=${threads%none}

@@ -285,11 +285,12 @@ impl DbInner {
     /// and paces itself to `gc_rate_limit` bytes per second. A failure stops it and is kept, so
     /// that writers waiting for space learn why none will come.
     ///
-    /// A survey runs on a thread of its own while runs go on with the counts of the one before:
-    /// it walks every key (about 0.1 s per million here), and on this thread it held up every
-    /// run, while writers waited for space, for as long. Runs and surveys may overlap anyway
-    /// (`Db::run_gc` surveys on the caller's thread); a survey records counts only for segments
-    /// still in the log.
+    /// While GC is hurried ([`crate::vlog::gc::GarbageCollector::hurried`]), a survey runs on a
+    /// thread of its own and runs go on with the counts of the one before: it walks every key
+    /// (about 0.1 s per million here), and on this thread it held up every run, while writers
+    /// waited for space, for as long. Unhurried, it runs here, off the writers' core. Runs and
+    /// surveys may overlap anyway (`Db::run_gc` surveys on the caller's thread); a survey records
+    /// counts only for segments still in the log.
     pub(super) fn background_gc(self: Arc<Self>) {
         let this = self.as_ref();
         std::thread::scope(|scope| {
@@ -322,18 +323,26 @@ impl DbInner {
                     }
                 }
                 if survey.is_none() && this.survey_due() {
-                    let spawned =
-                        std::thread::Builder::new().name("splitkv-gc-survey".into()).spawn_scoped(scope, || {
-                            let surveyed = this.survey_garbage();
-                            // Runs waiting for work may find some in the new counts.
-                            this.gc_wake.1.notify_all();
-                            surveyed
-                        });
-                    match spawned {
-                        Ok(handle) => survey = Some(handle),
-                        Err(e) => {
-                            failed(e.into());
+                    if !this.gc.hurried(this, false) {
+                        // Nobody waits for space: the survey takes its turn on this thread.
+                        if let Err(e) = this.survey_garbage() {
+                            failed(e);
                             break;
+                        }
+                    } else {
+                        let spawned =
+                            std::thread::Builder::new().name("splitkv-gc-survey".into()).spawn_scoped(scope, || {
+                                let surveyed = this.survey_garbage();
+                                // Runs waiting for work may find some in the new counts.
+                                this.gc_wake.1.notify_all();
+                                surveyed
+                            });
+                        match spawned {
+                            Ok(handle) => survey = Some(handle),
+                            Err(e) => {
+                                failed(e.into());
+                                break;
+                            }
                         }
                     }
                 }

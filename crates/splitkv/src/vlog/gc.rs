@@ -364,6 +364,15 @@ impl GarbageCollector {
         Ok(ready || self.pick(host, false, None)?.is_some())
     }
 
+    /// True if GC should spend a second thread on its work: a manual run (`force`), whose
+    /// caller waits for it, or a log over its space trigger, where writers wait or soon will.
+    /// Cleaning only because a segment crossed the garbage ratio stays on one thread: with no
+    /// space limit, a scan helper and a survey thread beside the run took the writers' core
+    /// (1 KiB random load without a limit: 0.94x with them, `docs/design.md`).
+    pub fn hurried(&self, host: &dyn GcHost, force: bool) -> bool {
+        force || self.over_space_trigger(host)
+    }
+
     fn over_space_trigger(&self, host: &dyn GcHost) -> bool {
         let used = host.log_bytes() as f64;
         let trigger = self.settings.space_trigger;
@@ -513,7 +522,11 @@ impl GarbageCollector {
         // log) needs no scan: no record can be live, and releasing beats punching.
         let referenced = host.may_be_referenced(victim.id);
 
-        if referenced && !may_punch && self.settings.rewrite_order == GcRewriteOrder::Segment {
+        if referenced
+            && !may_punch
+            && self.settings.rewrite_order == GcRewriteOrder::Segment
+            && self.hurried(host, force)
+        {
             // Nothing needs the whole scan before copying: relocate while scanning.
             let (scan, relocated) = scan_while_relocating(fs, &path, &skipped, host, current_at)?;
             outcome.scan_time = scan.time;
