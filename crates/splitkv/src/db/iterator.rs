@@ -140,7 +140,7 @@ impl DbIterator {
         if self.nexts % NEXT_SAMPLE_EVERY != 1 || !self.db.counters.latency.enabled {
             return self.step(Movement::Forward);
         }
-        let start = std::time::Instant::now();
+        let start = quanta::Instant::now();
         let moved = self.step(Movement::Forward);
         self.db.counters.latency.iter_next.record_since(start);
         moved
