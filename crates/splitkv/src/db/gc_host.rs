@@ -18,7 +18,7 @@ use super::{DbInner, PendingWrite, Relocation};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::index::{IndexValue, LiveCount};
+use crate::index::{IndexValue, LiveCount, ReadAt};
 use crate::info_log::{log_event, ListDisplay, StallCause};
 use crate::stats::Counters;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
@@ -379,12 +379,12 @@ impl GcHost for DbInner {
             Counters::add(&self.counters.gc_lookups_skipped, 1);
             return Ok(false);
         }
-        let seq = self.visible_sequence();
         // Through the block cache, filling it: GC looks up every record it scans, twice for the
         // live ones (again as write leader), and the index's blocks are small next to the values
         // (WiscKey's premise is that they stay in memory). Reading around the cache cost a block
         // read and checksum per lookup: a third of GC's CPU time in a 1 KiB random load.
-        Ok(matches!(self.index.get(key, seq, true)?, Some(IndexValue::Pointer(p)) if p == *ptr))
+        let at = ReadAt::Latest(&self.last_sequence);
+        Ok(matches!(self.index.get(key, at, true)?, Some(IndexValue::Pointer(p)) if p == *ptr))
     }
 
     fn eligible_segments(&self) -> Result<Vec<SegmentStats>> {
@@ -519,7 +519,7 @@ mod tests {
     }
 
     fn pointer(db: &Db, key: &[u8]) -> Result<ValuePointer> {
-        match db.inner.index.get(key, seq(db), true)? {
+        match db.inner.index.get(key, ReadAt::Snapshot(seq(db)), true)? {
             Some(IndexValue::Pointer(p)) => Ok(p),
             other => panic!("expected a pointer for {key:?}, found {other:?}"),
         }

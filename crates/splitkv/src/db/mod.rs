@@ -65,7 +65,7 @@ use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::filenames::{parse_file_name, FileKind};
 use crate::fs::FileLock;
-use crate::index::{Index, IndexValue};
+use crate::index::{Index, IndexValue, ReadAt};
 use crate::info_log::{log_event, InfoLog};
 use crate::iter::db_iter::DbIter;
 use crate::options::{Options, ReadOptions, WriteOptions};
@@ -515,9 +515,10 @@ impl DbInner {
         let _no_segment_release = self.gc_barrier.read();
         // "Now" is read under the barrier: GC publishes its relocations before it takes the
         // barrier to free what they replaced, so a read that began earlier is waited out and one
-        // that begins later reads at a sequence number that sees the relocations.
-        let seq = snapshot.unwrap_or_else(|| SequenceNumber(self.last_sequence.load(Ordering::Acquire)));
-        match self.index.get(key, seq, fill_cache)? {
+        // that begins later reads at a sequence number that sees the relocations. The index
+        // reads it once it has pinned its view (`ReadAt::Latest`).
+        let at = snapshot.map_or(ReadAt::Latest(&self.last_sequence), ReadAt::Snapshot);
+        match self.index.get(key, at, fill_cache)? {
             None => Ok(None),
             Some(IndexValue::Inline(v)) => Ok(Some(v)),
             Some(IndexValue::Pointer(ptr)) => self.read_pointer(&ptr, key).map(Some),

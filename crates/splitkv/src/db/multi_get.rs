@@ -45,7 +45,7 @@ use super::keyspace::{is_reserved, reserved_key_error};
 use super::read_ahead::{uncached_requests, ReadaroundFeedback};
 use super::{Db, DbInner};
 use crate::error::{Error, Result};
-use crate::index::IndexValue;
+use crate::index::{IndexValue, ReadAt};
 use crate::options::ReadOptions;
 use crate::snapshot::Snapshot;
 use crate::stats::Counters;
@@ -276,7 +276,10 @@ impl DbInner {
     ) -> Vec<Result<Option<IndexValue>>> {
         let threads = self.prefetch.threads();
         if keys.len() < 2 || threads == 0 || self.point_values_cached.load(Ordering::Relaxed) {
-            return keys.iter().map(|key| self.index.get(&arena[key.clone()], seq, fill_cache)).collect();
+            return keys
+                .iter()
+                .map(|key| self.index.get(&arena[key.clone()], ReadAt::Snapshot(seq), fill_cache))
+                .collect();
         }
         let run = keys.len().div_ceil(threads);
         let keys: Arc<[Range<usize>]> = keys.into();
@@ -288,7 +291,7 @@ impl DbInner {
                 self.prefetch.submit(move || {
                     keys[start..end]
                         .iter()
-                        .map(|key| index.get(&arena[key.clone()], seq, fill_cache))
+                        .map(|key| index.get(&arena[key.clone()], ReadAt::Snapshot(seq), fill_cache))
                         .collect::<Vec<_>>()
                 })
             })

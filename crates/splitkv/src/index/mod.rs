@@ -16,7 +16,7 @@ pub mod lsm;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -35,6 +35,30 @@ use crate::types::{
 use crate::version::Catalog;
 use crate::vlog::live_map::LiveMap;
 use crate::vlog::{RecordKind, ReplayedRecord, SegmentInfo, ValueLog};
+
+/// The sequence number a point read sees.
+#[derive(Clone, Copy, Debug)]
+pub enum ReadAt<'a> {
+    /// A registered snapshot's (or one a caller keeps readable otherwise): flushes and
+    /// compactions keep every version it sees.
+    Snapshot(SequenceNumber),
+    /// The newest published write (the database's last sequence number), read by the index only
+    /// once it has pinned what it will search. Read before, it would be a snapshot nobody
+    /// registered: a flush or compaction finishing in between may drop every version at or
+    /// below it, shadowed by a newer one the read cannot see, and the key would read as absent
+    /// (RocksDB takes its super version before its sequence number for the same reason).
+    Latest(&'a AtomicU64),
+}
+
+impl ReadAt<'_> {
+    /// The sequence number to read at; call it after pinning the index's read view.
+    pub fn resolve(self) -> SequenceNumber {
+        match self {
+            ReadAt::Snapshot(seq) => seq,
+            ReadAt::Latest(last) => SequenceNumber(last.load(Ordering::Acquire)),
+        }
+    }
+}
 
 /// What one committed write stores in the index, typed: a pointer stays a [`ValuePointer`] from
 /// the write path into the index, which alone decides how to store it.
@@ -175,8 +199,8 @@ pub trait Index: Send + Sync {
     }
     /// Blocks until no frozen memtable awaits flushing.
     fn wait_for_flush(&self) -> Result<()>;
-    /// The newest value of `user_key` visible at `seq`; `None` if absent or deleted.
-    fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>>;
+    /// The newest value of `user_key` visible at `at`; `None` if absent or deleted.
+    fn get(&self, user_key: &[u8], at: ReadAt<'_>, fill_cache: bool) -> Result<Option<IndexValue>>;
     /// True if the index can tell from memory, without a lookup, that nothing newer than `seq`
     /// touched `user_key` (no version of it and no range delete was applied since); false when
     /// it cannot tell, and the caller looks the key up. GC's write-leader re-check uses it.

@@ -33,7 +33,7 @@ use tracing::Level;
 
 use self::slot::{key_hash, SlotPayload, SlotState};
 use self::table::{Table, TableOp};
-use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink};
+use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink, ReadAt};
 use crate::error::{Error, Result};
 use crate::filenames::{hash_table_file, segment_file, temp_file};
 use crate::fs::FileSystem;
@@ -492,7 +492,10 @@ impl Index for HashIndex {
         self.check_failed()
     }
 
-    fn get(&self, user_key: &[u8], seq: SequenceNumber, _fill_cache: bool) -> Result<Option<IndexValue>> {
+    fn get(&self, user_key: &[u8], at: ReadAt<'_>, _fill_cache: bool) -> Result<Option<IndexValue>> {
+        // Versions are chained through the log, which GC's barrier keeps for the read: any
+        // sequence number finds its version by walking back from the newest.
+        let seq = at.resolve();
         let newest = {
             let state = self.state.read();
             self.newest(&state, user_key)?

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink};
+use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink, ReadAt};
 use crate::compaction::picker::{InFlight, PickSettings};
 use crate::compaction::{CompactionListener, CompactionPolicy};
 use crate::error::{Error, Result};
@@ -449,8 +449,8 @@ impl Index for LsmIndex {
         sv.flushed_through <= seq && sv.memtables().all(|m| !m.may_have_touched(user_key))
     }
 
-    fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
-        self.shared.get(user_key, seq, fill_cache)
+    fn get(&self, user_key: &[u8], at: ReadAt<'_>, fill_cache: bool) -> Result<Option<IndexValue>> {
+        self.shared.get(user_key, at, fill_cache)
     }
 
     fn iter(&self, seq: SequenceNumber, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {

@@ -19,6 +19,7 @@ use crate::compaction::picker;
 use crate::error::Result;
 use crate::filenames::table_file;
 use crate::index::IndexValue;
+use crate::index::ReadAt;
 use crate::iter::covered::CoveredFilter;
 use crate::iter::level::{LevelFile, LevelIterator};
 use crate::iter::merge::MergingIterator;
@@ -45,8 +46,11 @@ fn decode_stored(kind: ValueKind, value: Bytes, origin: impl FnOnce() -> EntryOr
 
 impl Shared {
     /// The newest value of `user_key` visible at `seq`.
-    pub(super) fn get(&self, user_key: &[u8], seq: SequenceNumber, fill_cache: bool) -> Result<Option<IndexValue>> {
+    pub(super) fn get(&self, user_key: &[u8], at: ReadAt<'_>, fill_cache: bool) -> Result<Option<IndexValue>> {
+        // The view first, then the sequence number (`ReadAt::Latest`): the view holds every
+        // version the sequence number can see, whatever flushes and compactions do meanwhile.
         let sv = self.super_version();
+        let seq = at.resolve();
         // Versions below the newest range delete over the key are gone for this reader.
         let mut hidden_below = sv.version.range_fragments().covering(user_key, seq);
         for mem in sv.memtables() {
