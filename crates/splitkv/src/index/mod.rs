@@ -46,7 +46,9 @@ pub enum ReadAt<'a> {
     /// once it has pinned what it will search. Read before, it would be a snapshot nobody
     /// registered: a flush or compaction finishing in between may drop every version at or
     /// below it, shadowed by a newer one the read cannot see, and the key would read as absent
-    /// (RocksDB takes its super version before its sequence number for the same reason).
+    /// (RocksDB takes its super version before its sequence number for the same reason). Read
+    /// after, it may name writes newer than the pinned view, which the view lacks: the read
+    /// returns the value as of a moment during the call.
     Latest(&'a AtomicU64),
 }
 
