@@ -40,6 +40,9 @@ fn options(env: &CrashEnv, policy: CompactionPolicyKind, workers: usize, thresho
         // Small levels so that a few thousand writes reach L3.
         max_bytes_for_level_base: 16 << 10,
         max_bytes_for_level_multiplier: 4.0,
+        // GC's relocations would be writes of their own, flushed at any time: the tests here
+        // count on compactions being the only thing that moves L0.
+        background_gc: false,
         ..small_options(IndexKind::Lsm, threshold)
     })
 }
