@@ -22,6 +22,15 @@ const KEYS: u64 = 16;
 const ROUNDS: u64 = 1500;
 const READERS: u64 = 4;
 
+/// Even keys keep 16-byte values (inline), odd ones 100-byte values (separated).
+fn value_len(k: u64) -> usize {
+    if k.is_multiple_of(2) {
+        16
+    } else {
+        100
+    }
+}
+
 #[test]
 fn a_key_that_always_exists_never_reads_as_absent_while_flushes_and_compactions_drop_versions() -> Result<()> {
     for kind in index_kinds() {
@@ -33,8 +42,7 @@ fn a_key_that_always_exists_never_reads_as_absent_while_flushes_and_compactions_
             ..small_options(kind, 64)
         };
         let db = Db::open(dir.path(), options)?;
-        // Values of both kinds: inline (below the threshold) and separated.
-        let value = |round: u64, k: u64| value_for(round * KEYS + k, if k % 2 == 0 { 16 } else { 100 });
+        let value = |round: u64, k: u64| value_for(round * KEYS + k, value_len(k));
         for k in 0..KEYS {
             db.put(key(k), value(0, k))?;
         }
@@ -49,7 +57,7 @@ fn a_key_that_always_exists_never_reads_as_absent_while_flushes_and_compactions_
                         while !stop.load(Ordering::Relaxed) {
                             k = (k * 7 + 3) % KEYS;
                             let found = db.get(key(k))?.map(|v| v.len());
-                            assert_eq!(found, Some(if k % 2 == 0 { 16 } else { 100 }), "{kind:?}: key {k}");
+                            assert_eq!(found, Some(value_len(k)), "{kind:?}: key {k}");
                             reads += 1;
                         }
                         Ok(reads)
