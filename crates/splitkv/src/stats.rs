@@ -628,10 +628,11 @@ impl Stats {
         self.tables_probed = Counters::get(&c.tables_probed);
         self.tables_dropped_by_range_deletes = Counters::get(&c.tables_dropped_by_range_deletes);
         self.iter_nexts = Counters::get(&c.iter_nexts);
+        let put = c.latency.put.snapshot();
         self.latency = LatencyStats {
             get: c.latency.get.snapshot(),
-            put: c.latency.put.snapshot(),
-            write: c.latency.put.snapshot().merged(&c.latency.other_writes.snapshot()),
+            write: put.merged(&c.latency.other_writes.snapshot()),
+            put,
             iter_next: c.latency.iter_next.snapshot(),
         };
     }

@@ -323,13 +323,7 @@ impl DbInner {
                     }
                 }
                 if survey.is_none() && this.survey_due() {
-                    if !this.gc.hurried(this, false) {
-                        // Nobody waits for space: the survey takes its turn on this thread.
-                        if let Err(e) = this.survey_garbage() {
-                            failed(e);
-                            break;
-                        }
-                    } else {
+                    if this.gc.hurried(this, false) {
                         let spawned =
                             std::thread::Builder::new().name("splitkv-gc-survey".into()).spawn_scoped(scope, || {
                                 let surveyed = this.survey_garbage();
@@ -344,6 +338,10 @@ impl DbInner {
                                 break;
                             }
                         }
+                    } else if let Err(e) = this.survey_garbage() {
+                        // Nobody waits for space: the survey took its turn on this thread.
+                        failed(e);
+                        break;
                     }
                 }
                 let run = this.gc.is_due(this).and_then(|due| due.then(|| this.gc.run_once(this, false)).transpose());

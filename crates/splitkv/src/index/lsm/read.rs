@@ -18,8 +18,7 @@ use super::{Shared, SuperVersion};
 use crate::compaction::picker;
 use crate::error::Result;
 use crate::filenames::table_file;
-use crate::index::IndexValue;
-use crate::index::ReadAt;
+use crate::index::{IndexValue, ReadAt};
 use crate::iter::covered::CoveredFilter;
 use crate::iter::level::{LevelFile, LevelIterator};
 use crate::iter::merge::MergingIterator;
@@ -45,10 +44,11 @@ fn decode_stored(kind: ValueKind, value: Bytes, origin: impl FnOnce() -> EntryOr
 }
 
 impl Shared {
-    /// The newest value of `user_key` visible at `seq`.
+    /// The newest value of `user_key` visible at `at`.
     pub(super) fn get(&self, user_key: &[u8], at: ReadAt<'_>, fill_cache: bool) -> Result<Option<IndexValue>> {
-        // The view first, then the sequence number (`ReadAt::Latest`): the view holds every
-        // version the sequence number can see, whatever flushes and compactions do meanwhile.
+        // The view first, then the sequence number (`ReadAt::Latest`): the view keeps every
+        // version it holds readable whatever flushes and compactions do meanwhile, and what it
+        // lacks is newer than it.
         let sv = self.super_version();
         let seq = at.resolve();
         // Versions below the newest range delete over the key are gone for this reader.
