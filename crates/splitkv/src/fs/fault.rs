@@ -279,6 +279,10 @@ impl RandomAccessFile for FaultyRandomAccessFile {
         self.inner.read_shared(offset, len)
     }
 
+    fn reads_in_place(&self) -> bool {
+        self.inner.reads_in_place()
+    }
+
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.injector.lock().check(FaultKind::Read, &self.path)?;
         self.inner.read_exact_at_cold(offset, buf)

@@ -89,6 +89,11 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_shared(&self, offset: u64, len: usize) -> Result<Bytes> {
         self.read_vec(offset, len).map(Bytes::from)
     }
+    /// True if [`RandomAccessFile::read_shared`] returns the bytes where they lie (a slice of a
+    /// memory map) rather than a copy: such a read costs neither a system call nor an allocation.
+    fn reads_in_place(&self) -> bool {
+        false
+    }
     /// [`RandomAccessFile::read_exact_at`] for bytes that are probably not in memory (a
     /// prefetch of values found uncached). An implementation that serves reads from a memory
     /// map reads these with a system call instead: a fault brings in one page at a time and

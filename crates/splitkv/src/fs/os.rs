@@ -141,6 +141,10 @@ impl RandomAccessFile for OsRandomAccessFile {
         self.read_vec(offset, len).map(Bytes::from)
     }
 
+    fn reads_in_place(&self) -> bool {
+        self.shared.is_some()
+    }
+
     fn read_exact_at_cold(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.file.read_exact_at(buf, offset)?;
         Ok(())

@@ -326,6 +326,10 @@ impl RandomAccessFile for CountingFile {
         Ok(bytes)
     }
 
+    fn reads_in_place(&self) -> bool {
+        self.inner.reads_in_place()
+    }
+
     fn len(&self) -> Result<u64> {
         self.inner.len()
     }
@@ -378,6 +382,16 @@ fn a_long_scan_reads_around_the_block_cache() -> Result<()> {
     assert_eq!(file.shared_reads(), shared_before + 1, "the block should have been read in place");
     assert_eq!(&value[..], entries[15_000].1.as_slice());
     assert!(!file.is_shared(&value), "a value read around the cache must not point into the map");
+    // Over a file read in place, a long pass verifies its blocks where they lie even when the
+    // cache holds them: only its first blocks come from the cache.
+    assert!(file.reads_in_place(), "the table file should be mapped");
+    for i in 0..entries.len() {
+        table.get(&seek_key(&user(2 * i), SequenceNumber(MAX_SEQUENCE)), true)?;
+    }
+    assert_eq!(cache.len(), blocks, "point reads should have cached every block");
+    let (copies_before, shared_before) = (file.copies(), file.shared_reads());
+    assert!(collect_forward(&mut table.iter(true))? == entries, "a warm pass read wrong entries");
+    assert_eq!((file.copies() - copies_before, file.shared_reads() - shared_before), (0, blocks - cached));
     Ok(())
 }
 
