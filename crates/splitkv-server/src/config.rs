@@ -42,7 +42,7 @@ pub struct Args {
     /// Most bytes one request may carry, bytes.
     #[arg(long, default_value_t = 256 << 20)]
     pub client_query_buffer_limit: usize,
-    /// Engine options file (TOML, table [engine]).
+    /// Engine options file (TOML, table `[engine]`).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Engine: values of at least this many bytes go to the value log.
