@@ -327,8 +327,8 @@ impl Table {
     /// Reads data block `handle` for a long pass, which never fills the cache. Over a file read
     /// in place it does not look in the cache either: verifying a block where it lies streams it
     /// through the CPU's caches at full speed, where a cached copy costs a lookup and then a
-    /// cache miss at a time as the pass walks its entries. A warm 100 B `readseq` went from
-    /// 0.10-0.12 to 0.08-0.09 µs per entry (`docs/results/baseline.md`).
+    /// cache miss at a time as the pass walks its entries. A 100 B `readseq` after `readrandom`
+    /// went from 0.12 to 0.077 µs per entry (`docs/results/baseline.md`).
     fn long_pass_block(&self, handle: BlockHandle) -> Result<Block> {
         if self.file.reads_in_place() {
             self.read_data_block(handle, false)
