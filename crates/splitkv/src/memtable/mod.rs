@@ -259,7 +259,11 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn next(&mut self) -> crate::Result<()> {
-        self.current = self.node().and_then(|n| self.table.map.next(n)).map(skiplist::Node::position);
+        let next = self.node().and_then(|n| self.table.map.next(n));
+        if let Some(node) = next {
+            self.table.map.prefetch_next(node);
+        }
+        self.current = next.map(skiplist::Node::position);
         Ok(())
     }
 
