@@ -45,9 +45,10 @@ struct Header {
 }
 
 const HEADER_BYTES: usize = size_of::<Header>();
-/// Cache lines [`SkipList::prefetch_next`] asks for: a 100-byte value's node spans about three.
-const PREFETCH_LINES: usize = 3;
 const LINK_BYTES: usize = size_of::<AtomicPtr<Header>>();
+/// Cache lines [`SkipList::prefetch_next`] asks for: a 100-byte value's node spans about three.
+#[cfg(target_arch = "x86_64")]
+const PREFETCH_LINES: usize = 3;
 
 /// Bytes of a node with this tower, key and value.
 fn node_size(height: usize, key_len: usize, value_len: usize) -> usize {
@@ -358,8 +359,8 @@ impl SkipList {
         if next.is_null() {
             return;
         }
+        #[cfg(target_arch = "x86_64")]
         for line in 0..PREFETCH_LINES {
-            #[cfg(target_arch = "x86_64")]
             #[allow(unsafe_code)]
             // SAFETY: a prefetch is a hint: it never faults and reads nothing into the program,
             // whatever the address (`wrapping_add` makes no claim about the allocation either).
