@@ -55,6 +55,9 @@ pub struct Counters {
     /// Liveness lookups GC skipped because the last survey found the record unreachable (a
     /// record scanned again, or re-checked by the write leader, counts again).
     pub gc_lookups_skipped: AtomicU64,
+    /// Liveness lookups GC skipped because the last survey found the record current and no
+    /// write touched its key since (counted like `gc_lookups_skipped`).
+    pub gc_lookups_proven_live: AtomicU64,
     /// Point lookups served.
     pub gets: AtomicU64,
     /// Keys written by users (puts and deletes), for the adaptive index's write intensity.
@@ -447,6 +450,9 @@ pub struct Stats {
     pub gc_relocate_micros: u64,
     /// Liveness lookups GC skipped because the last survey found the record unreachable.
     pub gc_lookups_skipped: u64,
+    /// Liveness lookups GC skipped because the last survey found the record current and no
+    /// write touched its key since.
+    pub gc_lookups_proven_live: u64,
     /// Point lookups.
     pub gets: u64,
     /// Value-log reads.
@@ -507,6 +513,9 @@ pub struct MemoryStats {
     /// Most memtable bytes at once: one mutable and one frozen memtable of `write_buffer_size`
     /// each (a writer waits while both are full); the hash mode's recent keys are counted there.
     pub memtable_limit: u64,
+    /// Key filters of recently flushed memtables (at most 16), which let GC prove a record
+    /// current without a lookup (LSM mode).
+    pub flushed_key_filter_bytes: u64,
     /// Bytes of decoded data blocks in the block cache.
     pub block_cache_bytes: u64,
     /// The block cache's capacity (`block_cache_capacity`).
@@ -623,6 +632,7 @@ impl Stats {
         self.gc_scan_micros = Counters::get(&c.gc_scan_micros);
         self.gc_relocate_micros = Counters::get(&c.gc_relocate_micros);
         self.gc_lookups_skipped = Counters::get(&c.gc_lookups_skipped);
+        self.gc_lookups_proven_live = Counters::get(&c.gc_lookups_proven_live);
         self.gets = Counters::get(&c.gets);
         self.vlog_reads = Counters::get(&c.vlog_reads);
         self.tables_probed = Counters::get(&c.tables_probed);
@@ -719,7 +729,7 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, runs spent {:.3} s scanning and {:.3} s relocating, {} surveys ({:.3} s), {} lookups skipped by survey maps; on disk {:.1} MiB",
+            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, runs spent {:.3} s scanning and {:.3} s relocating, {} surveys ({:.3} s), lookups skipped by survey maps: {} of dead records, {} of live ones; on disk {:.1} MiB",
             self.gc_runs,
             self.gc_bytes_read as f64 / MIB,
             self.gc_bytes_relocated as f64 / MIB,
@@ -730,6 +740,7 @@ impl fmt::Display for Stats {
             self.gc_surveys,
             self.gc_survey_micros as f64 / 1e6,
             self.gc_lookups_skipped,
+            self.gc_lookups_proven_live,
             self.disk_bytes as f64 / MIB
         )?;
         write!(
@@ -762,8 +773,9 @@ impl fmt::Display for Stats {
         let of = |used: u64, limit: u64| format!("{:.1} of {:.1} MiB", used as f64 / MIB, limit as f64 / MIB);
         write!(
             f,
-            "\nMemory: memtables {}; block cache {}; {} of {} tables open, {:.1} MiB of index and filter blocks pinned; read-ahead {:.1} MiB ({:.1} MiB per cursor at most, {} prefetch threads)",
+            "\nMemory: memtables {} (and {:.1} MiB of flushed ones' key filters); block cache {}; {} of {} tables open, {:.1} MiB of index and filter blocks pinned; read-ahead {:.1} MiB ({:.1} MiB per cursor at most, {} prefetch threads)",
             of(m.memtable_bytes, m.memtable_limit),
+            m.flushed_key_filter_bytes as f64 / MIB,
             of(m.block_cache_bytes, m.block_cache_capacity),
             m.open_tables,
             m.table_cache_capacity,

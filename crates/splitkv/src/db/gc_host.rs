@@ -24,6 +24,7 @@ use crate::stats::Counters;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::version::{GarbageSurvey, VersionEdit};
 use crate::vlog::gc::{GcHost, GcOutcome, SegmentStats, SpacePressure};
+use crate::vlog::live_map::LiveMap;
 use crate::vlog::{ReplayedRecord, SEGMENT_HEADER_LEN};
 
 /// The state of the value log at the last garbage survey.
@@ -45,6 +46,18 @@ pub(super) struct SurveyMark {
     horizon: SequenceNumber,
     /// True if an open snapshot or iterator held the horizon below the last sequence number.
     held_back: bool,
+}
+
+/// What the last garbage survey found in each segment it counted ([`LiveCount`]), for GC's
+/// liveness decisions ([`GcHost::is_current`]).
+#[derive(Default)]
+pub(super) struct SurveyMaps {
+    /// Where the reachable records are: GC drops the others without a lookup.
+    reachable: BTreeMap<SegmentId, LiveMap>,
+    /// Where the records current at `current_at` are: one stays current for as long as nothing
+    /// writes its key.
+    current: BTreeMap<SegmentId, LiveMap>,
+    current_at: SequenceNumber,
 }
 
 /// Writers measure the value log against its space limits once per this many bytes written.
@@ -255,7 +268,8 @@ impl DbInner {
         });
         self.poison_on_error(recorded)?;
         // A newer survey's maps replace the older ones (both are right; the newer knows more).
-        *self.reachable.lock() = count.reachable;
+        *self.survey_maps.lock() =
+            SurveyMaps { reachable: count.reachable, current: count.current, current_at: count.current_at };
         Ok(())
     }
 
@@ -372,10 +386,21 @@ impl DbInner {
 
 impl GcHost for DbInner {
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool> {
-        // What the last survey found unreachable stays so (`LiveMap`): no lookup needed.
-        if self.reachable.lock().get(&ptr.segment).is_some_and(|map| !map.may_be_reachable(ptr.offset)) {
-            Counters::add(&self.counters.gc_lookups_skipped, 1);
-            return Ok(false);
+        let current_since = {
+            let maps = self.survey_maps.lock();
+            // What the last survey found unreachable stays so (`LiveMap`): no lookup needed.
+            if maps.reachable.get(&ptr.segment).is_some_and(|map| !map.may_be_reachable(ptr.offset)) {
+                Counters::add(&self.counters.gc_lookups_skipped, 1);
+                return Ok(false);
+            }
+            let current = maps.current.get(&ptr.segment).is_some_and(|map| map.marks_record(ptr.offset));
+            current.then_some(maps.current_at)
+        };
+        // What it found current stays so until its key is written again: a few filter probes
+        // instead of a lookup, for most of the records a 1 KiB overwrite's GC keeps.
+        if current_since.is_some_and(|at| self.index.unchanged_since(key, at)) {
+            Counters::add(&self.counters.gc_lookups_proven_live, 1);
+            return Ok(true);
         }
         // Through the block cache, filling it: GC looks up every record it scans, twice for the
         // live ones (again as write leader), and the index's blocks are small next to the values
@@ -473,7 +498,10 @@ impl GcHost for DbInner {
         let removed_segments = vec![id];
         let recorded = self.catalog.record_for_segment(id, VersionEdit { removed_segments, ..VersionEdit::default() });
         self.poison_on_error(recorded)?;
-        self.reachable.lock().remove(&id);
+        let mut maps = self.survey_maps.lock();
+        maps.reachable.remove(&id);
+        maps.current.remove(&id);
+        drop(maps);
         self.vlog.remove_segment(id)
     }
 
@@ -535,12 +563,68 @@ mod tests {
         db.put("b", vec![2; 100])?;
         assert!(!index.unchanged_since(b"b", before), "b was written after `before`");
         db.flush()?;
-        // The write of b now sits in a table, where no filter of the memtables sees it.
-        assert!(!index.unchanged_since(b"b", before) && !index.unchanged_since(b"zzz", before));
+        // The write of b now sits in a table; the flushed memtable's filter still knows it.
+        assert!(!index.unchanged_since(b"b", before));
+        assert!(index.unchanged_since(b"zzz", before));
         let after_flush = seq(&db);
         assert!(index.unchanged_since(b"zzz", after_flush));
         db.delete_range("x", "y")?;
         assert!(!index.unchanged_since(b"zzz", after_flush), "a range delete may cover any key");
+        db.flush()?;
+        assert!(!index.unchanged_since(b"zzz", after_flush), "a flushed range delete too");
+        // Past the filters the index keeps, it can no longer tell.
+        for i in 0..FLUSHES_PAST_MEMORY {
+            db.put(format!("other{i}"), vec![3; 100])?;
+            db.flush()?;
+        }
+        assert!(!index.unchanged_since(b"zzz", before) && !index.unchanged_since(b"b", before));
+        assert!(index.unchanged_since(b"zzz", seq(&db)));
+        Ok(())
+    }
+
+    /// More flushes than the LSM index keeps key filters of.
+    const FLUSHES_PAST_MEMORY: usize = 20;
+
+    #[test]
+    fn a_record_the_survey_found_current_is_kept_unlooked_up_until_its_key_is_written() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let db = open(dir.path())?;
+        for key in ["k", "untouched", "deleted"] {
+            db.put(key, vec![1; 100])?;
+        }
+        db.put("k", vec![2; 100])?; // the first "k" is now dead
+        db.flush()?;
+        db.inner.seal_log()?;
+        db.put("next", vec![1; 100])?; // a write to the next segment: the sealed one is applied
+        db.inner.survey_garbage()?;
+        let [k, untouched, deleted] = ["k", "untouched", "deleted"].map(|key| pointer(&db, key.as_bytes()));
+        let (k, untouched, deleted) = (k?, untouched?, deleted?);
+        let proven = || db.stats().gc_lookups_proven_live;
+        assert!(db.inner.is_current(b"untouched", &untouched)?);
+        assert_eq!(proven(), 1, "untouched: current at the survey, no write since");
+        // Writes after the survey, flushed: their memtables' filters still know the keys, so the
+        // lookup decides, and finds the records dead.
+        db.put("k", vec![3; 100])?;
+        db.delete("deleted")?;
+        db.flush()?;
+        assert!(!db.inner.is_current(b"k", &k)?);
+        assert!(!db.inner.is_current(b"deleted", &deleted)?);
+        assert!(db.inner.is_current(b"untouched", &untouched)?);
+        assert_eq!(proven(), 2, "only untouched was proven current");
+        // Once the index has forgotten the writes since the survey, every record is looked up.
+        for i in 0..FLUSHES_PAST_MEMORY {
+            db.put(format!("other{i}"), vec![4; 100])?;
+            db.flush()?;
+        }
+        assert!(db.inner.is_current(b"untouched", &untouched)?);
+        assert!(!db.inner.is_current(b"k", &k)?);
+        assert_eq!(proven(), 2, "past the index's memory, the lookup decided");
+        // A range delete in the tree at the survey (here still in the memtable): the survey
+        // proves nothing current.
+        db.delete_range("x", "y")?;
+        db.inner.survey_garbage()?;
+        assert!(db.inner.is_current(b"untouched", &untouched)?);
+        assert_eq!(proven(), 2, "a range delete may cover a newest version: no current map");
         Ok(())
     }
 
@@ -548,18 +632,21 @@ mod tests {
     fn a_relocation_never_overwrites_a_newer_write_wherever_that_write_lives() -> Result<()> {
         let dir = tempfile::tempdir()?;
         let db = open(dir.path())?;
-        for flush_after_overwrite in [false, true] {
+        for flushes_after_overwrite in [0, 1, FLUSHES_PAST_MEMORY] {
             db.put("k", vec![1; 100])?;
             db.put("untouched", vec![3; 100])?;
             db.flush()?;
             let (old_k, old_untouched, current_at) = (pointer(&db, b"k")?, pointer(&db, b"untouched")?, seq(&db));
             db.put("k", vec![2; 100])?;
-            if flush_after_overwrite {
+            for i in 0..flushes_after_overwrite {
+                db.put(format!("other{i}"), vec![4; 100])?;
                 db.flush()?;
             }
-            // The leader skips the lookup for `untouched` only while no flush intervened.
+            // The leader skips the lookup for `untouched` while the memtables, flushed or not,
+            // can say that no write touched it. The write of `k` makes it look `k` up.
             let index = &db.inner.index;
-            assert_eq!(index.unchanged_since(b"untouched", current_at), !flush_after_overwrite);
+            let remembered = flushes_after_overwrite < FLUSHES_PAST_MEMORY;
+            assert_eq!(index.unchanged_since(b"untouched", current_at), remembered);
             assert!(!index.unchanged_since(b"k", current_at));
             let records =
                 [(b"k".to_vec(), vec![1u8; 100], old_k), (b"untouched".to_vec(), vec![3u8; 100], old_untouched)];
@@ -567,7 +654,7 @@ mod tests {
             assert_eq!(
                 db.get("k")?.as_deref(),
                 Some(&[2u8; 100][..]),
-                "flush after overwrite: {flush_after_overwrite}"
+                "{flushes_after_overwrite} flushes after the overwrite"
             );
             assert_eq!(db.get("untouched")?.as_deref(), Some(&[3u8; 100][..]));
             assert_ne!(pointer(&db, b"untouched")?, old_untouched, "the untouched value moved to the head");

@@ -27,7 +27,7 @@
 //!
 //! Thread-safety: `Db` is `Send + Sync`; share it with `Arc<Db>`. Iterators own what they read.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -71,13 +71,12 @@ use crate::iter::db_iter::DbIter;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{Counters, SegmentStatsReport, Stats};
-use crate::types::{SegmentId, SequenceNumber, ValuePointer};
+use crate::types::{SequenceNumber, ValuePointer};
 use crate::version::Catalog;
 use crate::vlog::gc::{GarbageCollector, GcOutcome};
-use crate::vlog::live_map::LiveMap;
 use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::ValueLog;
-use gc_host::SurveyMark;
+use gc_host::{SurveyMaps, SurveyMark};
 use keyspace::{is_reserved, reserved_key_error, Keyspaces, KEYSPACE_MARK};
 use publish::PublishOrder;
 use shards::{Request, ShardFront};
@@ -127,9 +126,9 @@ struct DbInner {
     gc_failure: Mutex<Option<String>>,
     /// What the last garbage survey found, for scheduling the next and estimating live data.
     last_survey: Mutex<SurveyMark>,
-    /// Where the reachable records of each segment the last survey counted are: GC drops the
-    /// others without a lookup.
-    reachable: Mutex<BTreeMap<SegmentId, LiveMap>>,
+    /// Where the reachable and the current records of each segment the last survey counted
+    /// are: GC decides some records' liveness from them without a lookup.
+    survey_maps: Mutex<SurveyMaps>,
     /// Log bytes of records whose value is separated (user writes and GC relocations): only
     /// those can become garbage that a survey finds, so they schedule surveys.
     separated_bytes_written: AtomicU64,

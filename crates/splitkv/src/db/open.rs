@@ -22,7 +22,7 @@
 //! level count it was not made with. `read_only` opens without any of the writes above (no `LOG`
 //! file either), beside a live writer.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -31,7 +31,7 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex, RwLock};
 use tracing::Level;
 
-use super::gc_host::SurveyMark;
+use super::gc_host::{SurveyMaps, SurveyMark};
 use super::keyspace::Keyspaces;
 use super::publish::PublishOrder;
 use super::shards::ShardFront;
@@ -333,7 +333,7 @@ impl Recovered {
             gc_wake: (Mutex::new(()), Condvar::new()),
             gc_failure: Mutex::new(None),
             last_survey: Mutex::new(SurveyMark::default()),
-            reachable: Mutex::new(BTreeMap::new()),
+            survey_maps: Mutex::new(SurveyMaps::default()),
             separated_bytes_written: AtomicU64::new(0),
             space_checked_at: AtomicU64::new(0),
             space_pressed: AtomicBool::new(false),

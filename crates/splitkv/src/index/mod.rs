@@ -167,6 +167,14 @@ pub struct LiveCount {
     /// For surveyed segments, where their reachable records are, if the index can tell (the
     /// LSM walks every pointer; absent = unknown), so GC may drop the others unlooked-up.
     pub reachable: BTreeMap<SegmentId, LiveMap>,
+    /// For surveyed segments, where the records are that were current (the newest version of
+    /// their key, not range-deleted) for a read at `current_at`, if the index can tell exactly
+    /// (one record per granule; absent = unknown). A record marked here whose key the index can
+    /// tell was not written since ([`Index::unchanged_since`]) is still current: GC keeps it
+    /// without a lookup.
+    pub current: BTreeMap<SegmentId, LiveMap>,
+    /// See `current`.
+    pub current_at: SequenceNumber,
 }
 
 /// A key index.

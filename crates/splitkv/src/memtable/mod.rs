@@ -71,8 +71,9 @@ pub enum Lookup {
 /// An ordered in-memory table of internal keys.
 pub struct Memtable {
     map: SkipList,
-    /// Every user key inserted into `map`.
-    keys: KeyFilter,
+    /// Every user key inserted into `map` (shared: it outlives the memtable in
+    /// [`TouchedKeys`]).
+    keys: Arc<KeyFilter>,
     approximate_bytes: AtomicUsize,
     /// Value-log position of this memtable's first record: once the memtable is flushed, replay
     /// can start here.
@@ -94,7 +95,7 @@ impl Memtable {
     pub fn new(log_start: LogPosition, budget_bytes: usize) -> Self {
         Memtable {
             map: SkipList::new((budget_bytes / 8).clamp(4 << 10, ARENA_CHUNK_BYTES)),
-            keys: KeyFilter::with_capacity(budget_bytes / FILTER_ENTRY_BYTES),
+            keys: Arc::new(KeyFilter::with_capacity(budget_bytes / FILTER_ENTRY_BYTES)),
             approximate_bytes: AtomicUsize::new(0),
             log_start,
             max_sequence: AtomicU64::new(0),
@@ -148,6 +149,16 @@ impl Memtable {
     /// filter probe, no search).
     pub fn may_have_touched(&self, user_key: &[u8]) -> bool {
         self.has_range_dels.load(Ordering::Acquire) || self.keys.may_contain(user_key)
+    }
+
+    /// What this memtable wrote, as far as [`Memtable::may_have_touched`] can tell, kept once
+    /// its entries are flushed (call it when no more inserts come: the memtable is frozen).
+    pub fn touched_keys(&self) -> TouchedKeys {
+        TouchedKeys {
+            keys: Arc::clone(&self.keys),
+            range_deletes: self.has_range_dels.load(Ordering::Acquire),
+            max_sequence: self.max_sequence(),
+        }
     }
 
     /// The newest version of `user_key` with sequence `<= seq`.
@@ -217,6 +228,33 @@ impl Memtable {
     /// A cursor over all entries; it keeps the memtable alive.
     pub fn iter(self: &Arc<Self>) -> MemtableIterator {
         MemtableIterator { current: None, table: Arc::clone(self) }
+    }
+}
+
+/// The user keys a frozen memtable wrote (its key filter) and whether it held a range delete,
+/// outliving its entries: the LSM index keeps a few after their flush, so that it can still
+/// tell that a key was not written since a given sequence number (GC's liveness proofs).
+#[derive(Clone)]
+pub struct TouchedKeys {
+    keys: Arc<KeyFilter>,
+    range_deletes: bool,
+    max_sequence: SequenceNumber,
+}
+
+impl TouchedKeys {
+    /// False only if the memtable wrote no version of `user_key` and no range delete.
+    pub fn may_have_touched(&self, user_key: &[u8]) -> bool {
+        self.range_deletes || self.keys.may_contain(user_key)
+    }
+
+    /// The memtable's largest sequence number: it wrote nothing newer.
+    pub fn max_sequence(&self) -> SequenceNumber {
+        self.max_sequence
+    }
+
+    /// Bytes of memory the filter holds.
+    pub fn memory_bytes(&self) -> usize {
+        self.keys.memory_bytes()
     }
 }
 

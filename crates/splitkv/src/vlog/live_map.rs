@@ -51,6 +51,19 @@ impl LiveMap {
         self.words.get(word).is_none_or(|w| w & bit != 0)
     }
 
+    /// True if no two records can share a granule (the smallest granule), so that a marked
+    /// granule names exactly one record: see [`LiveMap::marks_record`].
+    pub fn one_record_per_granule(&self) -> bool {
+        self.granule_shift == MIN_GRANULE_SHIFT
+    }
+
+    /// True only if the record that starts at `offset` was marked: false for a map whose
+    /// granules may hold several records (a marked granule would not say which).
+    pub fn marks_record(&self, offset: u64) -> bool {
+        let (word, bit) = self.position(offset);
+        self.one_record_per_granule() && self.words.get(word).is_some_and(|w| w & bit != 0)
+    }
+
     /// Bytes of memory the map holds.
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.words)

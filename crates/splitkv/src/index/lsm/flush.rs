@@ -62,7 +62,7 @@ impl Shared {
         }
         let result = result.and_then(|_| {
             if let Some(flushed) = state.imm.take() {
-                state.flushed_through = state.flushed_through.max(flushed.max_sequence());
+                state.recent = Arc::new(state.recent.with_flushed(&flushed));
             }
             self.install_super_version(&state);
             Counters::add(&self.counters.flushes, 1);

@@ -8,6 +8,7 @@
 //! - `scheduler`: the background workers, compaction picking and publishing, manual compaction;
 //! - `partitions`: the partition map, dropping tables a range delete covers, retiring deletes;
 //! - `survey`: counting live value-log bytes for garbage surveys;
+//! - `recent`: the key filters of recently flushed memtables, for proofs that a key is unchanged;
 //! - `sizes`: key-range size estimates from table metadata.
 //!
 //! Flushes, compactions, stalls and background errors are reported to the database's
@@ -25,6 +26,7 @@
 mod flush;
 mod partitions;
 mod read;
+mod recent;
 mod scheduler;
 mod sizes;
 mod survey;
@@ -39,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use self::recent::RecentFlushes;
 use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink, ReadAt};
 use crate::compaction::picker::{InFlight, PickSettings};
 use crate::compaction::{CompactionListener, CompactionPolicy};
@@ -67,9 +70,9 @@ pub struct SuperVersion {
     /// Each level's files as cursors walk them (index = level; level 0 empty), built once here
     /// rather than by every cursor.
     level_files: Vec<Arc<[LevelFile]>>,
-    /// Every record outside `mem` and `imm` (in a table) has a sequence number at most this:
-    /// anything newer is still in a memtable.
-    flushed_through: SequenceNumber,
+    /// What recently flushed memtables wrote: with `mem` and `imm`, every write newer than a
+    /// bound, by key filter.
+    recent: Arc<RecentFlushes>,
 }
 
 impl SuperVersion {
@@ -77,7 +80,7 @@ impl SuperVersion {
         mem: Arc<Memtable>,
         imm: Option<Arc<Memtable>>,
         version: Arc<Version>,
-        flushed_through: SequenceNumber,
+        recent: Arc<RecentFlushes>,
     ) -> SuperVersion {
         let level_files = (0..version.num_levels())
             .map(|level| {
@@ -93,7 +96,7 @@ impl SuperVersion {
                     .collect()
             })
             .collect();
-        SuperVersion { mem, imm, version, level_files, flushed_through }
+        SuperVersion { mem, imm, version, level_files, recent }
     }
 
     /// The memtables, newest first.
@@ -105,8 +108,8 @@ impl SuperVersion {
 struct State {
     mem: Arc<Memtable>,
     imm: Option<Arc<Memtable>>,
-    /// See [`SuperVersion::flushed_through`]: raised as each flushed memtable leaves.
-    flushed_through: SequenceNumber,
+    /// See [`SuperVersion::recent`]: a flushed memtable's key filter joins it as it leaves.
+    recent: Arc<RecentFlushes>,
     /// Table numbers being written: not yet in any version, must not be deleted as obsolete.
     pending_outputs: HashSet<FileNumber>,
     /// A flush is in progress (only one runs at a time).
@@ -181,8 +184,8 @@ impl LsmIndex {
         let version = parts.catalog.lock().current();
         // Every record in a table is at most the recorded last sequence number (the log replay
         // that follows puts newer ones in the memtable).
-        let flushed_through = SequenceNumber(parts.last_sequence.load(Ordering::Acquire));
-        let super_version = Arc::new(SuperVersion::new(Arc::clone(&mem), None, version, flushed_through));
+        let recent = Arc::new(RecentFlushes::new(SequenceNumber(parts.last_sequence.load(Ordering::Acquire))));
+        let super_version = Arc::new(SuperVersion::new(Arc::clone(&mem), None, version, Arc::clone(&recent)));
         let shared = Arc::new(Shared {
             fs: Arc::clone(&options.fs),
             dir: parts.dir,
@@ -198,7 +201,7 @@ impl LsmIndex {
             state: Mutex::new(State {
                 mem,
                 imm: None,
-                flushed_through,
+                recent,
                 pending_outputs: HashSet::new(),
                 flushing: false,
                 bg_error: None,
@@ -258,7 +261,7 @@ impl Shared {
     /// Publishes the memtables of `state` with the catalog's current version to readers.
     fn install_super_version(&self, state: &State) {
         let version = self.catalog.lock().current();
-        let sv = SuperVersion::new(Arc::clone(&state.mem), state.imm.clone(), version, state.flushed_through);
+        let sv = SuperVersion::new(Arc::clone(&state.mem), state.imm.clone(), version, Arc::clone(&state.recent));
         *self.super_version.write() = Arc::new(sv);
     }
 
@@ -445,8 +448,9 @@ impl Index for LsmIndex {
 
     fn unchanged_since(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
         let sv = self.shared.super_version();
-        // Everything newer than `seq` is then in the memtables, whose filters know its keys.
-        sv.flushed_through <= seq && sv.memtables().all(|m| !m.may_have_touched(user_key))
+        // Every write newer than `seq` is in a memtable or a recently flushed one, whose filters
+        // know its keys (unless it is too old to be remembered).
+        sv.memtables().all(|m| !m.may_have_touched(user_key)) && !sv.recent.may_have_touched_since(user_key, seq)
     }
 
     fn get(&self, user_key: &[u8], at: ReadAt<'_>, fill_cache: bool) -> Result<Option<IndexValue>> {
@@ -495,6 +499,7 @@ impl Index for LsmIndex {
         let memory = &mut stats.memory;
         memory.memtable_bytes = stats.memtable_bytes;
         memory.memtable_limit = 2 * s.options.write_buffer_size as u64;
+        memory.flushed_key_filter_bytes = sv.recent.memory_bytes() as u64;
         memory.block_cache_bytes = s.block_cache.usage();
         memory.block_cache_capacity = s.block_cache.capacity();
         memory.open_tables = s.table_cache.len() as u64;

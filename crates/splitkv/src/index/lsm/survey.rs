@@ -5,6 +5,15 @@
 //! can see it); every other pointer is live, and marked in its segment's [`LiveMap`], so that GC
 //! can drop the records it does not mark without looking them up.
 //!
+//! The newest version of each key, if it is a pointer, is also marked in a second map of current
+//! records, so that GC can keep a record without a lookup when the index can tell that its key
+//! was not written since ([`crate::index::Index::unchanged_since`]). That map is exact or absent:
+//! it is made only when granules hold one record each, and only when the tree holds no range
+//! delete (a newest version that a range delete covers is not current). Its sequence number is
+//! read before the walk's view is taken, so the walk sees every write at or below it; a newest
+//! version written after it is marked too, but its own write then fails the "not written since"
+//! test, so it is never kept on the map's word alone.
+//!
 //! Compactions are excluded for the walk and the caller's record of its result (a drop the walk
 //! counted as live and published before the record would be overwritten by it). Flushes and the
 //! dropping of tables a range delete covers go on: they can charge a surveyed segment for
@@ -13,6 +22,7 @@
 //! unaffected (the walk sees range-deleted versions and marks them, more than needed).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
 
 use super::Shared;
 use crate::error::Result;
@@ -22,7 +32,8 @@ use crate::types::{parse_internal_key, SegmentId, SequenceNumber};
 use crate::vlog::live_map::{granule_shift, LiveMap};
 
 /// Most bits the reachable-record maps of one survey hold together (16 MiB): 16-byte granules
-/// up to 2 GiB of surveyed log, coarser beyond.
+/// up to 2 GiB of surveyed log, coarser beyond. The current-record maps, made only at 16-byte
+/// granules, hold as much again.
 const MAX_LIVE_MAP_BITS: u64 = 1 << 27;
 
 impl Shared {
@@ -35,7 +46,12 @@ impl Shared {
     ) -> Result<()> {
         let _no_compactions = self.compaction_lock.write();
         let surveyed = self.surveyable_segments(applied_before);
-        let mut live = SegmentTally::new(&surveyed);
+        let current_at = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
+        let sv = self.super_version();
+        let range_deletes =
+            !sv.version.range_tombstones().is_empty() || sv.memtables().any(|m| !m.range_tombstones().is_empty());
+        drop(sv);
+        let mut live = SegmentTally::new(&surveyed, !range_deletes);
         // Every version, range-deleted ones included: their drops are charged as they happen.
         let mut it = self.iter(None, false)?;
         it.seek_to_first()?;
@@ -55,15 +71,15 @@ impl Shared {
             let shadowed = newer.is_some_and(|n| n <= horizon);
             if !shadowed {
                 if let Some(ptr) = entry_pointer(&it, parsed.kind)? {
-                    live.add(ptr.segment, ptr.offset, u64::from(ptr.len));
+                    live.add(ptr.segment, ptr.offset, u64::from(ptr.len), newer.is_none());
                 }
             }
             newer = Some(parsed.sequence);
             it.next()?;
         }
         drop(it);
-        let (live, reachable) = live.into_maps();
-        record(LiveCount { live, reachable, surveyed: surveyed.into_keys().collect() })
+        let (live, reachable, current) = live.into_maps();
+        record(LiveCount { live, reachable, current, current_at, surveyed: surveyed.into_keys().collect() })
     }
 
     /// The segments a survey can count exactly, with their lengths: every live one before `applied_before` (records
@@ -85,52 +101,73 @@ impl Shared {
     }
 }
 
-/// Live bytes and reachable records per surveyed segment, in a table indexed by segment number:
-/// the walk adds to it once per version of every key, where a hashed or ordered map costs a
-/// search each time.
+/// One surveyed segment's tally: live bytes, reachable records, and current ones if tracked.
+#[derive(Clone)]
+struct SegmentCount {
+    live_bytes: u64,
+    reachable: LiveMap,
+    current: Option<LiveMap>,
+}
+
+/// Live bytes and reachable (and current) records per surveyed segment, in a table indexed by
+/// segment number: the walk adds to it once per version of every key, where a hashed or ordered
+/// map costs a search each time.
 struct SegmentTally {
     first: u64,
-    /// Per segment from `first`: its live bytes and reachable records, `None` for a segment not
-    /// surveyed.
-    segments: Vec<Option<(u64, LiveMap)>>,
+    /// Per segment from `first`: its tally, `None` for a segment not surveyed.
+    segments: Vec<Option<SegmentCount>>,
 }
 
 impl SegmentTally {
-    /// A tally of the `surveyed` segments, given with their lengths.
-    fn new(surveyed: &HashMap<SegmentId, u64>) -> Self {
+    /// A tally of the `surveyed` segments, given with their lengths; with `track_current`, also
+    /// of their current records where a granule holds one record.
+    fn new(surveyed: &HashMap<SegmentId, u64>, track_current: bool) -> Self {
         let first = surveyed.keys().map(|s| s.0).min().unwrap_or(0);
         let last = surveyed.keys().map(|s| s.0).max().unwrap_or(0);
         let shift = granule_shift(surveyed.values().sum(), MAX_LIVE_MAP_BITS);
         let mut segments = vec![None; if surveyed.is_empty() { 0 } else { (last - first + 1) as usize }];
         for (id, len) in surveyed {
-            segments[(id.0 - first) as usize] = Some((0, LiveMap::new(*len, shift)));
+            let reachable = LiveMap::new(*len, shift);
+            let current = (track_current && reachable.one_record_per_granule()).then(|| reachable.clone());
+            segments[(id.0 - first) as usize] = Some(SegmentCount { live_bytes: 0, reachable, current });
         }
         SegmentTally { first, segments }
     }
 
-    /// Adds the live record of `len` bytes at `offset` of `segment`, if it is surveyed.
-    fn add(&mut self, segment: SegmentId, offset: u64, len: u64) {
+    /// Adds the live record of `len` bytes at `offset` of `segment`, if it is surveyed; `newest`
+    /// if it is its key's newest version.
+    fn add(&mut self, segment: SegmentId, offset: u64, len: u64, newest: bool) {
         let slot = segment.0.checked_sub(self.first).and_then(|i| self.segments.get_mut(usize::try_from(i).ok()?));
-        if let Some(Some((bytes, map))) = slot {
-            *bytes += len;
-            map.mark(offset);
+        if let Some(Some(count)) = slot {
+            count.live_bytes += len;
+            count.reachable.mark(offset);
+            if newest {
+                if let Some(current) = &mut count.current {
+                    current.mark(offset);
+                }
+            }
         }
     }
 
-    /// The surveyed segments' live bytes (those with any) and reachable-record maps (all).
-    fn into_maps(self) -> (BTreeMap<SegmentId, u64>, BTreeMap<SegmentId, LiveMap>) {
+    /// The surveyed segments' live bytes (those with any), reachable-record maps (all) and
+    /// current-record maps (where tracked).
+    fn into_maps(self) -> (BTreeMap<SegmentId, u64>, BTreeMap<SegmentId, LiveMap>, BTreeMap<SegmentId, LiveMap>) {
         let mut live = BTreeMap::new();
         let mut reachable = BTreeMap::new();
+        let mut current = BTreeMap::new();
         for (i, slot) in self.segments.into_iter().enumerate() {
-            if let Some((bytes, map)) = slot {
+            if let Some(count) = slot {
                 let id = SegmentId(self.first + i as u64);
-                if bytes > 0 {
-                    live.insert(id, bytes);
+                if count.live_bytes > 0 {
+                    live.insert(id, count.live_bytes);
                 }
-                reachable.insert(id, map);
+                reachable.insert(id, count.reachable);
+                if let Some(map) = count.current {
+                    current.insert(id, map);
+                }
             }
         }
-        (live, reachable)
+        (live, reachable, current)
     }
 }
 
@@ -142,13 +179,19 @@ mod tests {
     fn the_tally_counts_only_surveyed_segments() {
         let surveyed: HashMap<SegmentId, u64> =
             [(SegmentId(7), 4096), (SegmentId(9), 4096), (SegmentId(12), 4096)].into_iter().collect();
-        let mut tally = SegmentTally::new(&surveyed);
-        for (segment, offset, len) in
-            [(7, 64, 10), (8, 64, 100), (9, 128, 1), (9, 256, 2), (3, 64, 1000), (13, 64, 1000), (u64::MAX, 64, 5)]
-        {
-            tally.add(SegmentId(segment), offset, len);
+        let mut tally = SegmentTally::new(&surveyed, true);
+        for (segment, offset, len, newest) in [
+            (7, 64, 10, true),
+            (8, 64, 100, true),
+            (9, 128, 1, false),
+            (9, 256, 2, true),
+            (3, 64, 1000, true),
+            (13, 64, 1000, true),
+            (u64::MAX, 64, 5, true),
+        ] {
+            tally.add(SegmentId(segment), offset, len, newest);
         }
-        let (live, reachable) = tally.into_maps();
+        let (live, reachable, current) = tally.into_maps();
         let expected: BTreeMap<SegmentId, u64> = [(SegmentId(7), 10), (SegmentId(9), 3)].into_iter().collect();
         assert_eq!(live, expected, "12 was surveyed but holds nothing live");
         assert_eq!(reachable.keys().copied().collect::<Vec<_>>(), [SegmentId(7), SegmentId(9), SegmentId(12)]);
@@ -156,7 +199,25 @@ mod tests {
         assert!(reachable[&SegmentId(9)].may_be_reachable(128) && reachable[&SegmentId(9)].may_be_reachable(256));
         assert!(!reachable[&SegmentId(9)].may_be_reachable(64), "nothing live at 64 in 9");
         assert!(!reachable[&SegmentId(12)].may_be_reachable(64), "nothing live in 12");
-        let (live, reachable) = SegmentTally::new(&HashMap::new()).into_maps();
-        assert!(live.is_empty() && reachable.is_empty());
+        // Only newest versions are current.
+        assert_eq!(current.keys().copied().collect::<Vec<_>>(), [SegmentId(7), SegmentId(9), SegmentId(12)]);
+        assert!(current[&SegmentId(7)].marks_record(64));
+        assert!(!current[&SegmentId(9)].marks_record(128), "an older version a snapshot reads is not current");
+        assert!(current[&SegmentId(9)].marks_record(256));
+        let (live, reachable, current) = SegmentTally::new(&HashMap::new(), true).into_maps();
+        assert!(live.is_empty() && reachable.is_empty() && current.is_empty());
+    }
+
+    #[test]
+    fn current_records_are_tracked_only_when_asked_and_one_per_granule() {
+        let small: HashMap<SegmentId, u64> = [(SegmentId(1), 4096)].into_iter().collect();
+        assert!(SegmentTally::new(&small, false).into_maps().2.is_empty(), "not asked (range deletes)");
+        // A log so large that granules grow past one record: no current maps.
+        let large: HashMap<SegmentId, u64> = (0..200).map(|i| (SegmentId(i), 16 << 20)).collect();
+        let mut tally = SegmentTally::new(&large, true);
+        tally.add(SegmentId(3), 4096, 100, true);
+        let (_, reachable, current) = tally.into_maps();
+        assert!(reachable[&SegmentId(3)].may_be_reachable(4096));
+        assert!(current.is_empty());
     }
 }
