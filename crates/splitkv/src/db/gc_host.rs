@@ -52,11 +52,9 @@ pub(super) struct SurveyMark {
 /// liveness decisions ([`GcHost::is_current`]).
 #[derive(Default)]
 pub(super) struct SurveyMaps {
-    /// Where the reachable records are: GC drops the others without a lookup.
-    reachable: BTreeMap<SegmentId, LiveMap>,
-    /// Where the records current at `current_at` are: one stays current for as long as nothing
-    /// writes its key.
-    current: BTreeMap<SegmentId, LiveMap>,
+    /// Where the reachable records are (GC drops the others without a lookup), and which were
+    /// current at `current_at` (one stays current for as long as nothing writes its key).
+    maps: BTreeMap<SegmentId, LiveMap>,
     current_at: SequenceNumber,
 }
 
@@ -268,8 +266,7 @@ impl DbInner {
         });
         self.poison_on_error(recorded)?;
         // A newer survey's maps replace the older ones (both are right; the newer knows more).
-        *self.survey_maps.lock() =
-            SurveyMaps { reachable: count.reachable, current: count.current, current_at: count.current_at };
+        *self.survey_maps.lock() = SurveyMaps { maps: count.reachable, current_at: count.current_at };
         Ok(())
     }
 
@@ -387,14 +384,14 @@ impl DbInner {
 impl GcHost for DbInner {
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool> {
         let current_since = {
-            let maps = self.survey_maps.lock();
+            let survey = self.survey_maps.lock();
+            let map = survey.maps.get(&ptr.segment);
             // What the last survey found unreachable stays so (`LiveMap`): no lookup needed.
-            if maps.reachable.get(&ptr.segment).is_some_and(|map| !map.may_be_reachable(ptr.offset)) {
+            if map.is_some_and(|map| !map.may_be_reachable(ptr.offset)) {
                 Counters::add(&self.counters.gc_lookups_skipped, 1);
                 return Ok(false);
             }
-            let current = maps.current.get(&ptr.segment).is_some_and(|map| map.marks_record(ptr.offset));
-            current.then_some(maps.current_at)
+            map.is_some_and(|map| map.was_current(ptr.offset)).then_some(survey.current_at)
         };
         // What it found current stays so until its key is written again: a few filter probes
         // instead of a lookup, for most of the records a 1 KiB overwrite's GC keeps.
@@ -498,10 +495,7 @@ impl GcHost for DbInner {
         let removed_segments = vec![id];
         let recorded = self.catalog.record_for_segment(id, VersionEdit { removed_segments, ..VersionEdit::default() });
         self.poison_on_error(recorded)?;
-        let mut maps = self.survey_maps.lock();
-        maps.reachable.remove(&id);
-        maps.current.remove(&id);
-        drop(maps);
+        self.survey_maps.lock().maps.remove(&id);
         self.vlog.remove_segment(id)
     }
 

@@ -165,15 +165,13 @@ pub struct LiveCount {
     /// Record bytes still reachable, per surveyed segment (absent = none).
     pub live: BTreeMap<SegmentId, u64>,
     /// For surveyed segments, where their reachable records are, if the index can tell (the
-    /// LSM walks every pointer; absent = unknown), so GC may drop the others unlooked-up.
-    pub reachable: BTreeMap<SegmentId, LiveMap>,
-    /// For surveyed segments, where the records are that were current (the newest version of
-    /// their key, not range-deleted) for a read at `current_at`, if the index can tell exactly
-    /// (one record per granule; absent = unknown). A record marked here whose key the index can
+    /// LSM walks every pointer; absent = unknown), so GC may drop the others unlooked-up; and,
+    /// where a map tracks them, which were current (their key's newest version, not
+    /// range-deleted) for a read at `current_at`. A record current then whose key the index can
     /// tell was not written since ([`Index::unchanged_since`]) is still current: GC keeps it
     /// without a lookup.
-    pub current: BTreeMap<SegmentId, LiveMap>,
-    /// See `current`.
+    pub reachable: BTreeMap<SegmentId, LiveMap>,
+    /// See `reachable`.
     pub current_at: SequenceNumber,
 }
 

@@ -5,11 +5,11 @@
 //! can see it); every other pointer is live, and marked in its segment's [`LiveMap`], so that GC
 //! can drop the records it does not mark without looking them up.
 //!
-//! The newest version of each key, if it is a pointer, is also marked in a second map of current
-//! records, so that GC can keep a record without a lookup when the index can tell that its key
-//! was not written since ([`crate::index::Index::unchanged_since`]). That map is exact or absent:
-//! it is made only when granules hold one record each, and only when the tree holds no range
-//! delete (a newest version that a range delete covers is not current). Its sequence number is
+//! The newest version of each key, if it is a pointer, is also marked current, so that GC can
+//! keep a record without a lookup when the index can tell that its key was not written since
+//! ([`crate::index::Index::unchanged_since`]). That mark is exact or absent: it is made only when
+//! granules hold one record each, and only when the tree holds no range delete (a newest version
+//! that a range delete covers is not current). Its sequence number is
 //! read before the walk's view is taken, so the walk sees every write at or below it; a newest
 //! version written after it is marked too, but its own write then fails the "not written since"
 //! test, so it is never kept on the map's word alone.
@@ -31,10 +31,10 @@ use crate::iter::{entry_pointer, InternalIterator};
 use crate::types::{parse_internal_key, SegmentId, SequenceNumber};
 use crate::vlog::live_map::{granule_shift, LiveMap};
 
-/// Most bits the reachable-record maps of one survey hold together (16 MiB): 16-byte granules
-/// up to 2 GiB of surveyed log, coarser beyond. The current-record maps, made only at 16-byte
-/// granules, hold as much again.
-const MAX_LIVE_MAP_BITS: u64 = 1 << 27;
+/// Most granules the record maps of one survey hold together: 16-byte granules up to 2 GiB of
+/// surveyed log, coarser beyond; 16 MiB of maps, or 32 MiB at 16-byte granules with a current
+/// bit beside each reachable one.
+const MAX_LIVE_MAP_GRANULES: u64 = 1 << 27;
 
 impl Shared {
     /// See [`crate::index::Index::survey_live`].
@@ -78,8 +78,8 @@ impl Shared {
             it.next()?;
         }
         drop(it);
-        let (live, reachable, current) = live.into_maps();
-        record(LiveCount { live, reachable, current, current_at, surveyed: surveyed.into_keys().collect() })
+        let (live, reachable) = live.into_maps();
+        record(LiveCount { live, reachable, current_at, surveyed: surveyed.into_keys().collect() })
     }
 
     /// The segments a survey can count exactly, with their lengths: every live one before `applied_before` (records
@@ -101,35 +101,25 @@ impl Shared {
     }
 }
 
-/// One surveyed segment's tally: live bytes, reachable records, and current ones if tracked.
-#[derive(Clone)]
-struct SegmentCount {
-    live_bytes: u64,
-    reachable: LiveMap,
-    current: Option<LiveMap>,
-}
-
 /// Live bytes and reachable (and current) records per surveyed segment, in a table indexed by
 /// segment number: the walk adds to it once per version of every key, where a hashed or ordered
 /// map costs a search each time.
 struct SegmentTally {
     first: u64,
-    /// Per segment from `first`: its tally, `None` for a segment not surveyed.
-    segments: Vec<Option<SegmentCount>>,
+    /// Per segment from `first`: its live bytes and records, `None` for a segment not surveyed.
+    segments: Vec<Option<(u64, LiveMap)>>,
 }
 
 impl SegmentTally {
     /// A tally of the `surveyed` segments, given with their lengths; with `track_current`, also
-    /// of their current records where a granule holds one record.
+    /// of their current records (where a granule holds one record).
     fn new(surveyed: &HashMap<SegmentId, u64>, track_current: bool) -> Self {
         let first = surveyed.keys().map(|s| s.0).min().unwrap_or(0);
         let last = surveyed.keys().map(|s| s.0).max().unwrap_or(0);
-        let shift = granule_shift(surveyed.values().sum(), MAX_LIVE_MAP_BITS);
+        let shift = granule_shift(surveyed.values().sum(), MAX_LIVE_MAP_GRANULES);
         let mut segments = vec![None; if surveyed.is_empty() { 0 } else { (last - first + 1) as usize }];
         for (id, len) in surveyed {
-            let reachable = LiveMap::new(*len, shift);
-            let current = (track_current && reachable.one_record_per_granule()).then(|| reachable.clone());
-            segments[(id.0 - first) as usize] = Some(SegmentCount { live_bytes: 0, reachable, current });
+            segments[(id.0 - first) as usize] = Some((0, LiveMap::new(*len, shift, track_current)));
         }
         SegmentTally { first, segments }
     }
@@ -138,36 +128,26 @@ impl SegmentTally {
     /// if it is its key's newest version.
     fn add(&mut self, segment: SegmentId, offset: u64, len: u64, newest: bool) {
         let slot = segment.0.checked_sub(self.first).and_then(|i| self.segments.get_mut(usize::try_from(i).ok()?));
-        if let Some(Some(count)) = slot {
-            count.live_bytes += len;
-            count.reachable.mark(offset);
-            if newest {
-                if let Some(current) = &mut count.current {
-                    current.mark(offset);
-                }
-            }
+        if let Some(Some((bytes, map))) = slot {
+            *bytes += len;
+            map.mark(offset, newest);
         }
     }
 
-    /// The surveyed segments' live bytes (those with any), reachable-record maps (all) and
-    /// current-record maps (where tracked).
-    fn into_maps(self) -> (BTreeMap<SegmentId, u64>, BTreeMap<SegmentId, LiveMap>, BTreeMap<SegmentId, LiveMap>) {
+    /// The surveyed segments' live bytes (those with any) and record maps (all).
+    fn into_maps(self) -> (BTreeMap<SegmentId, u64>, BTreeMap<SegmentId, LiveMap>) {
         let mut live = BTreeMap::new();
         let mut reachable = BTreeMap::new();
-        let mut current = BTreeMap::new();
         for (i, slot) in self.segments.into_iter().enumerate() {
-            if let Some(count) = slot {
+            if let Some((bytes, map)) = slot {
                 let id = SegmentId(self.first + i as u64);
-                if count.live_bytes > 0 {
-                    live.insert(id, count.live_bytes);
+                if bytes > 0 {
+                    live.insert(id, bytes);
                 }
-                reachable.insert(id, count.reachable);
-                if let Some(map) = count.current {
-                    current.insert(id, map);
-                }
+                reachable.insert(id, map);
             }
         }
-        (live, reachable, current)
+        (live, reachable)
     }
 }
 
@@ -191,7 +171,7 @@ mod tests {
         ] {
             tally.add(SegmentId(segment), offset, len, newest);
         }
-        let (live, reachable, current) = tally.into_maps();
+        let (live, reachable) = tally.into_maps();
         let expected: BTreeMap<SegmentId, u64> = [(SegmentId(7), 10), (SegmentId(9), 3)].into_iter().collect();
         assert_eq!(live, expected, "12 was surveyed but holds nothing live");
         assert_eq!(reachable.keys().copied().collect::<Vec<_>>(), [SegmentId(7), SegmentId(9), SegmentId(12)]);
@@ -200,24 +180,25 @@ mod tests {
         assert!(!reachable[&SegmentId(9)].may_be_reachable(64), "nothing live at 64 in 9");
         assert!(!reachable[&SegmentId(12)].may_be_reachable(64), "nothing live in 12");
         // Only newest versions are current.
-        assert_eq!(current.keys().copied().collect::<Vec<_>>(), [SegmentId(7), SegmentId(9), SegmentId(12)]);
-        assert!(current[&SegmentId(7)].marks_record(64));
-        assert!(!current[&SegmentId(9)].marks_record(128), "an older version a snapshot reads is not current");
-        assert!(current[&SegmentId(9)].marks_record(256));
-        let (live, reachable, current) = SegmentTally::new(&HashMap::new(), true).into_maps();
-        assert!(live.is_empty() && reachable.is_empty() && current.is_empty());
+        assert!(reachable[&SegmentId(7)].was_current(64));
+        assert!(!reachable[&SegmentId(9)].was_current(128), "an older version a snapshot reads is not current");
+        assert!(reachable[&SegmentId(9)].was_current(256));
+        let (live, reachable) = SegmentTally::new(&HashMap::new(), true).into_maps();
+        assert!(live.is_empty() && reachable.is_empty());
     }
 
     #[test]
     fn current_records_are_tracked_only_when_asked_and_one_per_granule() {
         let small: HashMap<SegmentId, u64> = [(SegmentId(1), 4096)].into_iter().collect();
-        assert!(SegmentTally::new(&small, false).into_maps().2.is_empty(), "not asked (range deletes)");
-        // A log so large that granules grow past one record: no current maps.
+        let mut tally = SegmentTally::new(&small, false);
+        tally.add(SegmentId(1), 64, 100, true);
+        assert!(!tally.into_maps().1[&SegmentId(1)].was_current(64), "not asked (range deletes)");
+        // A log so large that granules grow past one record: no current marks.
         let large: HashMap<SegmentId, u64> = (0..200).map(|i| (SegmentId(i), 16 << 20)).collect();
         let mut tally = SegmentTally::new(&large, true);
         tally.add(SegmentId(3), 4096, 100, true);
-        let (_, reachable, current) = tally.into_maps();
+        let (_, reachable) = tally.into_maps();
         assert!(reachable[&SegmentId(3)].may_be_reachable(4096));
-        assert!(current.is_empty());
+        assert!(!reachable[&SegmentId(3)].was_current(4096));
     }
 }
