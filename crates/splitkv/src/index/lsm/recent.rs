@@ -19,7 +19,7 @@ use crate::types::SequenceNumber;
 /// Flushed memtables whose key filters are kept. A probe of a kept filter costs about one cache
 /// miss, and a question about sequence number `s` probes each filter newer than `s`; at 16 the
 /// worst case stays below the cost of the point lookup it replaces. A filter is about 10 bits
-/// per key the memtable was sized for (about 100 KiB per 8 MiB memtable).
+/// per key the memtable was sized for (128 KiB per 8 MiB memtable, 2 MiB for all 16).
 const KEPT_FLUSHES: usize = 16;
 
 /// The key filters of recently flushed memtables, oldest first (see the module documentation).
