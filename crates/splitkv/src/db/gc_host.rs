@@ -75,6 +75,7 @@ impl DbInner {
         records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>, ValuePointer)>,
         current_at: SequenceNumber,
     ) -> Result<()> {
+        let sync = self.index.applies_durably();
         let mut batch = WriteBatch::new();
         let mut from = Vec::new();
         for (key, value, pointer) in records {
@@ -84,11 +85,11 @@ impl DbInner {
             from.push(pointer);
             if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
                 let relocation = Relocation { from: std::mem::take(&mut from), current_at };
-                self.submit(PendingWrite::relocation(std::mem::take(&mut batch), relocation))?;
+                self.submit(PendingWrite::relocation(std::mem::take(&mut batch), relocation, sync))?;
             }
         }
         if !batch.is_empty() {
-            self.submit(PendingWrite::relocation(batch, Relocation { from, current_at }))?;
+            self.submit(PendingWrite::relocation(batch, Relocation { from, current_at }, sync))?;
         }
         Ok(())
     }

@@ -131,8 +131,9 @@ impl Db {
                 it.next()?;
             }
             self.rewrite_chunk(&mut chunk, current_at, &mut outcome)?;
-            // Each relocation batch synced itself; this also makes durable the user writes that
-            // made the old records dead, before any old segment can go.
+            // The copies are durable from here on (over an index that does not apply durably,
+            // their batches were not synced), and so are the user writes that made the old
+            // records dead, before any old segment can go.
             inner.sync_log()?;
         }
         outcome.gc = self.release_emptied_segments(first_new)?;

@@ -83,9 +83,10 @@ impl PendingWrite {
         Self::with(WriteBatch::new(), false, true, None)
     }
 
-    /// A GC relocation of the records `old.from`, one per put of `batch`, made durable.
-    pub(super) fn relocation(batch: WriteBatch, old: Relocation) -> Self {
-        Self::with(batch, true, false, Some(old))
+    /// A GC relocation of the records `old.from`, one per put of `batch`; made durable before
+    /// it is applied if `sync`.
+    pub(super) fn relocation(batch: WriteBatch, old: Relocation, sync: bool) -> Self {
+        Self::with(batch, sync, false, Some(old))
     }
 
     /// True for a user write of puts and point deletes: it may be appended and applied beside

@@ -189,6 +189,14 @@ pub trait Index: Send + Sync {
     fn applies_groups_concurrently(&self) -> bool {
         false
     }
+    /// True if what [`Index::apply`] writes can outlive the process before the log records it
+    /// names are durable (the hash index's table is a file mapping the kernel writes back at
+    /// any time). False if applied records stay in memory until a flush, which syncs the log
+    /// before it installs a table (the LSM's memtable). GC syncs each relocation batch before
+    /// applying it only for an index that answers true (the safe answer).
+    fn applies_durably(&self) -> bool {
+        true
+    }
     /// For indexes that chain versions through the log: the record of `user_key`'s newest
     /// version, which a new write of the key supersedes and names as its predecessor. Called by
     /// the write leader before it appends. Indexes that keep old versions themselves answer

@@ -446,6 +446,11 @@ impl Index for LsmIndex {
         }
     }
 
+    fn applies_durably(&self) -> bool {
+        // Memtables are rebuilt from the log; a flush syncs the log before its table exists.
+        false
+    }
+
     fn unchanged_since(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
         let sv = self.shared.super_version();
         // Every write newer than `seq` is in a memtable or a recently flushed one, whose filters
