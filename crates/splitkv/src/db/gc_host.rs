@@ -69,7 +69,10 @@ impl DbInner {
     /// Rewrites `records` (key, value, the pointer it replaces, which the index mapped the key
     /// to as of `current_at`) at the log head in their order, in batches of
     /// [`RELOCATION_BATCH_BYTES`], each re-checked as write leader (a put whose key no longer maps
-    /// to the record's pointer is skipped) and synced before its pointers publish.
+    /// to the record's pointer is skipped). A batch is synced before it is applied only where
+    /// the index applies durably ([`crate::index::Index::applies_durably`]); otherwise the
+    /// caller's sync after the last batch, which must come before the victims go, makes the
+    /// copies durable.
     pub(super) fn submit_relocations(
         &self,
         records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>, ValuePointer)>,

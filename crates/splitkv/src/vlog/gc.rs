@@ -10,9 +10,10 @@
 //!    sort by key), a helper thread scans while this one relocates (`victim_scan`);
 //! 2. hand them to the host's write path, which re-checks each pointer *as write leader* (so a
 //!    concurrent user write of the same key always wins, and the copy gets a sequence number
-//!    above every write it could shadow), appends the survivors at the log head, syncs, and
-//!    publishes the new pointers; then the host syncs the log once more, so the writes that made
-//!    the other records dead are durable too;
+//!    above every write it could shadow), appends the survivors at the log head and publishes
+//!    the new pointers (syncing each batch first where the index applies durably); then the host
+//!    syncs the log, so the copies and the writes that made the other records dead are durable
+//!    before the victim can go;
 //! 3. release the victim only once no snapshot or iterator older than the relocation exists:
 //!    record its removal in the MANIFEST, then delete the file. Until then it waits.
 //!
