@@ -51,8 +51,10 @@ impl RecentFlushes {
     /// False only if no write newer than `seq` that has left the memtables touched `user_key`
     /// (the caller asks the memtables themselves).
     pub(super) fn may_have_touched_since(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
+        // Every kept filter is compared, not only a run of the newest: the answer then does not
+        // rest on the filters' order, and a sequence comparison is nothing next to a probe.
         self.forgotten_through > seq
-            || self.flushed.iter().rev().take_while(|f| f.max_sequence() > seq).any(|f| f.may_have_touched(user_key))
+            || self.flushed.iter().any(|f| f.max_sequence() > seq && f.may_have_touched(user_key))
     }
 
     /// Bytes of memory the kept filters hold.
@@ -93,6 +95,13 @@ mod tests {
         assert!(!recent.may_have_touched_since(b"zz", SequenceNumber(12)));
         assert!(recent.may_have_touched_since(b"c", SequenceNumber(12)));
         assert!(recent.memory_bytes() > 0);
+    }
+
+    #[test]
+    fn an_empty_flushed_memtable_hides_no_older_write() {
+        let recent =
+            RecentFlushes::new(SequenceNumber(10)).with_flushed(&memtable(&[b"a"], 11)).with_flushed(&memtable(&[], 0));
+        assert!(recent.may_have_touched_since(b"a", SequenceNumber(10)));
     }
 
     #[test]
