@@ -580,6 +580,25 @@ mod tests {
         Ok(())
     }
 
+    #[test]
+    fn an_empty_flush_after_a_write_hides_nothing_from_the_re_check() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let db = open(dir.path())?;
+        db.put("k", vec![1; 100])?;
+        db.flush()?;
+        let (old_k, current_at) = (pointer(&db, b"k")?, seq(&db));
+        db.put("k", vec![2; 100])?;
+        db.flush()?;
+        // Sealing moves the log head, so the next flush freezes the empty memtable too (as
+        // `run_gc` does): its filter holds nothing and its largest sequence number is 0.
+        db.inner.seal_log()?;
+        db.flush()?;
+        assert!(!db.inner.index.unchanged_since(b"k", current_at), "k was written after `current_at`");
+        db.inner.submit_relocations([(b"k".to_vec(), vec![1u8; 100], old_k)], current_at)?;
+        assert_eq!(db.get("k")?.as_deref(), Some(&[2u8; 100][..]), "the stale copy won");
+        Ok(())
+    }
+
     /// More flushes than the LSM index keeps key filters of.
     const FLUSHES_PAST_MEMORY: usize = 20;
 
