@@ -12,6 +12,9 @@
 //! the same [`super::SuperVersion`] or in `flushed`. Memtables hold disjoint, increasing ranges
 //! of sequence numbers (the memtable is frozen only by a write leader that runs alone), so
 //! forgetting the oldest filter raises `forgotten_through` to its memtable's largest number.
+//! An empty memtable is flushed too (a forced flush after the log head moved) and reports 0 as
+//! its largest number, so the kept filters are not in order of that number: a question compares
+//! every filter's bound, never stops at the first old one (a review found that bug).
 
 use crate::memtable::{Memtable, TouchedKeys};
 use crate::types::SequenceNumber;
