@@ -669,8 +669,9 @@ fn records_a_survey_found_unreachable_are_dropped_without_a_lookup() -> Result<(
 #[test]
 fn records_a_survey_found_current_are_kept_without_a_lookup() -> Result<()> {
     // The LSM's survey also maps each segment's current records; GC keeps those whose key no
-    // write touched since without looking them up, and looks up the rest. Keys written after
-    // the survey (and flushed) must keep their new values. The hash index maps nothing.
+    // write touched since without looking them up, and looks up the rest. (Keys written and
+    // flushed after a survey are the gc_host unit tests' case: `run_gc` surveys first.) The
+    // hash index maps nothing.
     for kind in index_kinds() {
         let dir = tempfile::tempdir()?;
         let db = Db::open(dir.path(), gc_options(kind, GcPolicyKind::Greedy))?;

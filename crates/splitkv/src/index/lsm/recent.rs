@@ -26,7 +26,6 @@ use crate::types::SequenceNumber;
 const KEPT_FLUSHES: usize = 16;
 
 /// The key filters of recently flushed memtables, oldest first (see the module documentation).
-#[derive(Default)]
 pub(super) struct RecentFlushes {
     forgotten_through: SequenceNumber,
     flushed: Vec<TouchedKeys>,
