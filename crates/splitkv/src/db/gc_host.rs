@@ -58,7 +58,8 @@ pub(super) struct SurveyMaps {
     current_at: SequenceNumber,
 }
 
-/// Writers measure the value log against its space limits once per this many bytes written.
+/// Writers measure the value log against its space limits once per this many bytes written, or
+/// per eighth of a segment if that is less ([`DbInner::space_check_bytes`]).
 const SPACE_CHECK_BYTES: u64 = 1 << 20;
 
 /// Most value bytes one GC relocation batch carries: a victim's live records are rewritten in
@@ -134,7 +135,7 @@ impl DbInner {
         // on every write while the last measurement found it over a limit.
         let written = self.vlog.bytes_written();
         let last = self.space_checked_at.load(Ordering::Relaxed);
-        if !self.space_pressed.load(Ordering::Relaxed) && written < last + SPACE_CHECK_BYTES {
+        if !self.space_pressed.load(Ordering::Relaxed) && written < last + self.space_check_bytes() {
             return Ok(());
         }
         self.space_checked_at.store(written, Ordering::Relaxed);
@@ -205,6 +206,15 @@ impl DbInner {
             Counters::add(&self.counters.stall_gc_micros, start.elapsed().as_micros() as u64);
         }
         result
+    }
+
+    /// Bytes written between two measurements of the log while it was last found within its
+    /// limits, or over one that GC could not yet relieve. What is written meanwhile is not held
+    /// back, so this bounds how far writes overshoot a limit: an eighth of a segment at most
+    /// (GC frees whole segments), which keeps a database of small segments near its limit
+    /// too. With 128 KiB segments a fixed 1 MiB let eight segments' writes pass unmeasured.
+    fn space_check_bytes(&self) -> u64 {
+        SPACE_CHECK_BYTES.min(self.options.segment_size / 8).max(1)
     }
 
     /// Counts every segment's garbage exactly (see `Index::survey_garbage`), seen by no reader:
