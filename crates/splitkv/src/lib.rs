@@ -51,6 +51,7 @@ mod info_log;
 mod memtable;
 mod options;
 mod options_file;
+mod prefetch;
 mod range_del;
 mod snapshot;
 mod stats;

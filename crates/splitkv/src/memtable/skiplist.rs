@@ -47,7 +47,6 @@ struct Header {
 const HEADER_BYTES: usize = size_of::<Header>();
 const LINK_BYTES: usize = size_of::<AtomicPtr<Header>>();
 /// Cache lines [`SkipList::prefetch_next`] asks for: a 100-byte value's node spans about three.
-#[cfg(target_arch = "x86_64")]
 const PREFETCH_LINES: usize = 3;
 
 /// Bytes of a node with this tower, key and value.
@@ -355,18 +354,9 @@ impl SkipList {
     /// random keys each node is otherwise a cache miss, and a scan that merges the memtable with
     /// tables steps it only now and then, which leaves the load time to finish.
     pub(super) fn prefetch_next(&self, node: Node<'_>) {
-        let next = node.next(0).load(Ordering::Acquire).cast::<i8>();
-        if next.is_null() {
-            return;
-        }
-        #[cfg(target_arch = "x86_64")]
-        for line in 0..PREFETCH_LINES {
-            #[allow(unsafe_code)]
-            // SAFETY: a prefetch is a hint: it never faults and reads nothing into the program,
-            // whatever the address (`wrapping_add` makes no claim about the allocation either).
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(next.wrapping_add(line * 64));
-            }
+        let next = node.next(0).load(Ordering::Acquire);
+        if !next.is_null() {
+            crate::prefetch::cache_lines_at(next.cast::<u8>(), PREFETCH_LINES);
         }
     }
 

@@ -55,6 +55,15 @@ impl LiveMap {
         }
     }
 
+    /// Asks the CPU to start loading the word [`LiveMap::mark`] will change for `offset`: a
+    /// survey's marks land all over its maps, a cache miss each if it waits for them.
+    pub fn prefetch(&self, offset: u64) {
+        let (word, _) = self.position(offset);
+        if let Some(w) = self.words.get(word) {
+            crate::prefetch::cache_lines_at(std::ptr::from_ref(w).cast::<u8>(), 1);
+        }
+    }
+
     /// False only if no pointer the survey counted starts in `offset`'s granule. An offset past
     /// the segment's length at the survey is not known to be unreachable.
     pub fn may_be_reachable(&self, offset: u64) -> bool {

@@ -21,7 +21,7 @@
 //! segment's garbage is undercounted until the next survey. That only delays GC; the maps are
 //! unaffected (the walk sees range-deleted versions and marks them, more than needed).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 
 use super::Shared;
@@ -101,6 +101,11 @@ impl Shared {
     }
 }
 
+/// Marks a survey has asked the CPU for but not yet made. The walk visits keys in order and
+/// their records lie all over the log, so each mark is a cache miss in a map of several MiB;
+/// made this many pointers later, the word has arrived meanwhile.
+const MARKS_IN_FLIGHT: usize = 16;
+
 /// Live bytes and reachable (and current) records per surveyed segment, in a table indexed by
 /// segment number: the walk adds to it once per version of every key, where a hashed or ordered
 /// map costs a search each time.
@@ -108,6 +113,8 @@ struct SegmentTally {
     first: u64,
     /// Per segment from `first`: its live bytes and records, `None` for a segment not surveyed.
     segments: Vec<Option<(u64, LiveMap)>>,
+    /// Marks to make, oldest first: index into `segments`, offset, newest.
+    in_flight: VecDeque<(usize, u64, bool)>,
 }
 
 impl SegmentTally {
@@ -121,21 +128,36 @@ impl SegmentTally {
         for (id, len) in surveyed {
             segments[(id.0 - first) as usize] = Some((0, LiveMap::new(*len, shift, track_current)));
         }
-        SegmentTally { first, segments }
+        SegmentTally { first, segments, in_flight: VecDeque::with_capacity(MARKS_IN_FLIGHT + 1) }
     }
 
     /// Adds the live record of `len` bytes at `offset` of `segment`, if it is surveyed; `newest`
-    /// if it is its key's newest version.
+    /// if it is its key's newest version. Its mark is made [`MARKS_IN_FLIGHT`] adds later.
     fn add(&mut self, segment: SegmentId, offset: u64, len: u64, newest: bool) {
-        let slot = segment.0.checked_sub(self.first).and_then(|i| self.segments.get_mut(usize::try_from(i).ok()?));
-        if let Some(Some((bytes, map))) = slot {
-            *bytes += len;
-            map.mark(offset, newest);
+        let Some(index) = segment.0.checked_sub(self.first).and_then(|i| usize::try_from(i).ok()) else { return };
+        let Some(Some((bytes, map))) = self.segments.get_mut(index) else { return };
+        *bytes += len;
+        map.prefetch(offset);
+        self.in_flight.push_back((index, offset, newest));
+        if self.in_flight.len() > MARKS_IN_FLIGHT {
+            self.mark_oldest();
+        }
+    }
+
+    /// Makes the oldest mark in flight.
+    fn mark_oldest(&mut self) {
+        if let Some((index, offset, newest)) = self.in_flight.pop_front() {
+            if let Some(Some((_, map))) = self.segments.get_mut(index) {
+                map.mark(offset, newest);
+            }
         }
     }
 
     /// The surveyed segments' live bytes (those with any) and record maps (all).
-    fn into_maps(self) -> (BTreeMap<SegmentId, u64>, BTreeMap<SegmentId, LiveMap>) {
+    fn into_maps(mut self) -> (BTreeMap<SegmentId, u64>, BTreeMap<SegmentId, LiveMap>) {
+        while !self.in_flight.is_empty() {
+            self.mark_oldest();
+        }
         let mut live = BTreeMap::new();
         let mut reachable = BTreeMap::new();
         for (i, slot) in self.segments.into_iter().enumerate() {
@@ -185,6 +207,25 @@ mod tests {
         assert!(reachable[&SegmentId(9)].was_current(256));
         let (live, reachable) = SegmentTally::new(&HashMap::new(), true).into_maps();
         assert!(live.is_empty() && reachable.is_empty());
+    }
+
+    #[test]
+    fn every_mark_in_flight_is_made_and_made_as_given() {
+        // Far more adds than marks in flight, spread over segments as a walk's are.
+        let surveyed: HashMap<SegmentId, u64> = (1..=3).map(|i| (SegmentId(i), 1 << 16)).collect();
+        let mut tally = SegmentTally::new(&surveyed, true);
+        let mut expected: BTreeMap<SegmentId, LiveMap> =
+            surveyed.iter().map(|(id, len)| (*id, LiveMap::new(*len, granule_shift(3 << 16, 1 << 27), true))).collect();
+        let mut state = 12345u64;
+        for i in 0..1000u64 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let (segment, offset, newest) = (SegmentId(1 + (state >> 60) % 3), (state >> 20) % (1 << 16), i % 3 != 0);
+            tally.add(segment, offset, 1, newest);
+            expected.get_mut(&segment).unwrap().mark(offset, newest);
+        }
+        let (live, reachable) = tally.into_maps();
+        assert_eq!(live.values().sum::<u64>(), 1000);
+        assert_eq!(reachable, expected);
     }
 
     #[test]
