@@ -5,6 +5,7 @@
 //! cursor's next one) or a scattered word (a survey's live-map marks).
 
 /// Bytes per cache line on the CPUs this is tuned for.
+#[cfg(target_arch = "x86_64")]
 const LINE: usize = 64;
 
 /// Asks for the `lines` cache lines from `start` on. Any address is allowed: nothing is read.

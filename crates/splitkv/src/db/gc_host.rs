@@ -131,8 +131,9 @@ impl DbInner {
         if !limited || !self.options.background_gc {
             return Ok(());
         }
-        // Measuring the log costs a walk over its segments: do it once per MiB of writes, and
-        // on every write while the last measurement found it over a limit.
+        // Measuring the log costs a walk over its segments: do it once per check interval of
+        // writes (`space_check_bytes`), and on every write while the last measurement found it
+        // over a limit.
         let written = self.vlog.bytes_written();
         let last = self.space_checked_at.load(Ordering::Relaxed);
         if !self.space_pressed.load(Ordering::Relaxed) && written < last + self.space_check_bytes() {
@@ -164,8 +165,8 @@ impl DbInner {
                 break Err(Error::Closed);
             }
             if !self.gc.can_relieve_space(self) {
-                // Likewise past what GC can do. Writers then pass without measuring again until
-                // the next MiB: measuring on every write while over the target cost a 100 B put
+                // Likewise past what GC can do. Writers then pass without measuring again for a
+                // check interval: measuring on every write while over the target cost a 100 B put
                 // a tenth of its instructions (a walk over the segments and a GC pick each).
                 if pressure == SpacePressure::OverAmplification {
                     self.space_pressed.store(false, Ordering::Relaxed);
