@@ -81,20 +81,23 @@ pub fn temp_db() -> Result<(tempfile::TempDir, PathBuf), Box<dyn std::error::Err
     Ok((tmp, db))
 }
 
-/// Held from fork to exec of every child [`splitkv`] starts. Until it execs, a child holds a
-/// copy of every descriptor of this process, among them the `LOCK` file of a database another
-/// test's thread has open; the engine locks with `flock`, whose lock lives as long as any copy.
-/// A test that reopens a database it just closed takes this first ([`reopen`]), so no child
-/// keeps the old lock alive.
-static NO_CHILD_MID_SPAWN: Mutex<()> = Mutex::new(());
+/// Held while a child [`splitkv`] starts is alive. A new child holds a copy of every descriptor
+/// of this process, among them the `LOCK` file of a database another test's thread has open;
+/// the engine locks with `flock`, whose lock lives as long as any copy. The copies go when the
+/// child execs, but not before `spawn` returns: the kernel resumes the parent of a
+/// `posix_spawn` as soon as the child has replaced its memory, before it closes the descriptors
+/// marked close-on-exec (a test failed with `Locked` about once in 60 runs so). A child that
+/// has exited holds nothing. A test that reopens a database it just closed takes this first
+/// ([`reopen`]), so no child keeps the old lock alive.
+static NO_CHILD_ALIVE: Mutex<()> = Mutex::new(());
 
-fn no_child_mid_spawn() -> MutexGuard<'static, ()> {
-    NO_CHILD_MID_SPAWN.lock().unwrap_or_else(PoisonError::into_inner)
+fn no_child_alive() -> MutexGuard<'static, ()> {
+    NO_CHILD_ALIVE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Opens the database at `dir` that this process just closed (see [`NO_CHILD_MID_SPAWN`]).
+/// Opens the database at `dir` that this process just closed (see [`NO_CHILD_ALIVE`]).
 pub fn reopen(dir: &Path, options: Options) -> Result<Db, splitkv::Error> {
-    let _no_spawn = no_child_mid_spawn();
+    let _no_child = no_child_alive();
     Db::open(dir, options)
 }
 
@@ -104,17 +107,16 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    // `spawn` returns once the child has exec'd (and so dropped its copies of our descriptors).
-    let child = {
-        let _no_spawn = no_child_mid_spawn();
-        Command::new(env!("CARGO_BIN_EXE_splitkv"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?
-    };
-    child.wait_with_output()
+    // Until it has exited, the child may still hold copies of our descriptors (see
+    // `NO_CHILD_ALIVE`).
+    let _no_reopen = no_child_alive();
+    Command::new(env!("CARGO_BIN_EXE_splitkv"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?
+        .wait_with_output()
 }
 
 /// Exit code, stdout and stderr of a run, for assertions and failure messages.
