@@ -14,7 +14,7 @@
 //! forgetting the oldest filter raises `forgotten_through` to its memtable's largest number.
 //! An empty memtable is flushed too (a forced flush after the log head moved) and reports 0 as
 //! its largest number, so the kept filters are not in order of that number: a question compares
-//! every filter's bound, never stops at the first old one (a review found that bug).
+//! every filter's bound, never stops at the first old one.
 
 use crate::memtable::{Memtable, TouchedKeys};
 use crate::types::SequenceNumber;
@@ -53,8 +53,8 @@ impl RecentFlushes {
     /// False only if no write newer than `seq` that has left the memtables touched `user_key`
     /// (the caller asks the memtables themselves).
     pub(super) fn may_have_touched_since(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
-        // Every kept filter is compared, not only a run of the newest: the answer then does not
-        // rest on the filters' order, and a sequence comparison is nothing next to a probe.
+        // Every bound is compared (see the module documentation): a comparison is nothing next
+        // to a probe.
         self.forgotten_through > seq
             || self.flushed.iter().any(|f| f.max_sequence() > seq && f.may_have_touched(user_key))
     }
