@@ -201,8 +201,7 @@ pub struct Options {
     /// Threads, shared by all iterators of the database, that read values ahead of sequential
     /// scans when those values are not in memory (started on first use). `0` disables parallel
     /// prefetch: iterators still read ahead, start background loads and coalesce adjacent
-    /// values, but copy them on their own thread. Long forward scans over mapped tables also
-    /// have the pool verify their next blocks' checksums (`0`: the scan verifies every block).
+    /// values, but copy them on their own thread.
     pub prefetch_threads: usize,
     /// The `LOG` file of what the engine did (`docs/format/log.md`): on by default, rotated at
     /// 1 MiB, four old files kept. The same events go to the application's `tracing`

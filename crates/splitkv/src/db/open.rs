@@ -224,7 +224,6 @@ pub(super) struct Recovered {
     pub(super) last_sequence: Arc<AtomicU64>,
     counters: Arc<Counters>,
     info_log: Arc<InfoLog>,
-    prefetch: Arc<PrefetchPool>,
 }
 
 /// What the replay of the log tail applied.
@@ -250,7 +249,6 @@ impl Recovered {
         let snapshots = Arc::new(SnapshotList::default());
         let counters =
             Arc::new(Counters { latency: LatencyHistograms::new(options.latency_histograms), ..Counters::default() });
-        let prefetch = Arc::new(PrefetchPool::new(options.prefetch_threads));
         let index = index::open(IndexParts {
             options: options.clone(),
             dir: dir.to_path_buf(),
@@ -262,9 +260,8 @@ impl Recovered {
             info_log: Arc::clone(&info_log),
             read_only,
             pinned_tables,
-            prefetch: Arc::clone(&prefetch),
         })?;
-        Ok(Recovered { catalog, vlog, index, snapshots, last_sequence, counters, info_log, prefetch })
+        Ok(Recovered { catalog, vlog, index, snapshots, last_sequence, counters, info_log })
     }
 
     /// Replays every complete batch of the log from `head` through `Index::apply`.
@@ -306,6 +303,7 @@ impl Recovered {
         gc: GarbageCollector,
         lock: Option<Box<dyn FileLock>>,
     ) -> Arc<DbInner> {
+        let prefetch_threads = options.prefetch_threads;
         // Nothing is in flight at open: every record in the log is applied.
         let applied_segment = AtomicU64::new(self.vlog.head().segment.0);
         let last_assigned = self.last_sequence.load(Ordering::Acquire);
@@ -319,7 +317,7 @@ impl Recovered {
             last_sequence: self.last_sequence,
             applied_segment,
             counters: self.counters,
-            prefetch: self.prefetch,
+            prefetch: Arc::new(PrefetchPool::new(prefetch_threads)),
             scan_values_cached: Arc::new(AtomicBool::new(false)),
             scan_readaround: Arc::default(),
             read_ahead_bytes: Arc::default(),

@@ -34,7 +34,6 @@ use crate::types::{
 };
 use crate::version::Catalog;
 use crate::vlog::live_map::LiveMap;
-use crate::vlog::prefetch::PrefetchPool;
 use crate::vlog::{RecordKind, ReplayedRecord, SegmentInfo, ValueLog};
 
 /// The sequence number a point read sees.
@@ -363,8 +362,6 @@ pub struct IndexParts {
     pub pinned_tables: HashMap<FileNumber, Arc<dyn RandomAccessFile>>,
     /// Where the index reports what it did (flushes, compactions, stalls, errors).
     pub info_log: Arc<InfoLog>,
-    /// The database's prefetch pool, on which long scans verify table blocks ahead.
-    pub prefetch: Arc<PrefetchPool>,
 }
 
 /// Opens the index kind `parts.options.index` names over the recovered catalog. The log tail

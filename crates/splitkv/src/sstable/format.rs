@@ -187,22 +187,11 @@ pub(crate) fn block_trailer(body: &[u8], type_byte: u8) -> [u8; BLOCK_TRAILER_LE
 /// (`keep`: the block cache's, a table's index and filter) is copied out of the file; one used
 /// only now may be a slice of the file's map ([`RandomAccessFile::read_shared`]).
 pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle, keep: bool) -> Result<Bytes> {
-    read_block_checked(file, path, handle, keep, true)
-}
-
-/// [`read_block`] for a block whose checksum another thread has just verified where it lies
-/// in the file's map (`verify: false`, see `verify_ahead`): everything but the checksum is
-/// still checked.
-pub(crate) fn read_block_checked(
-    file: &dyn RandomAccessFile,
-    path: &Path,
-    handle: BlockHandle,
-    keep: bool,
-    verify: bool,
-) -> Result<Bytes> {
     let corrupt = |reason: String| Error::corruption(path, handle.offset, reason);
-    let stored_len =
-        stored_block_len(handle).ok_or_else(|| corrupt(format!("block size {} is too large", handle.size)))?;
+    let stored_len = usize::try_from(handle.size)
+        .ok()
+        .and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
+        .ok_or_else(|| corrupt(format!("block size {} is too large", handle.size)))?;
     let read = if keep {
         file.read_vec(handle.offset, stored_len).map(Bytes::from)
     } else {
@@ -214,53 +203,23 @@ pub(crate) fn read_block_checked(
         }
         other => other,
     })?;
-    let Some(StoredBlock { checked, type_byte, body, stored_crc }) = StoredBlock::split(&buf) else {
+    // The checksum covers the body and the type byte; `buf` holds at least the trailer.
+    let Some((checked, type_byte, body, stored_crc)) = buf.split_last_chunk::<4>().and_then(|(checked, crc)| {
+        let (&type_byte, body) = checked.split_last()?;
+        Some((checked, type_byte, body, u32::from_le_bytes(*crc)))
+    }) else {
         return Err(corrupt(format!("block of {stored_len} bytes is shorter than its trailer")));
     };
-    if verify {
-        let actual_crc = masked_crc(checked);
-        if stored_crc != actual_crc {
-            return Err(corrupt(format!(
-                "block checksum mismatch (stored {stored_crc:#010x}, computed {actual_crc:#010x})"
-            )));
-        }
+    let actual_crc = masked_crc(checked);
+    if stored_crc != actual_crc {
+        return Err(corrupt(format!(
+            "block checksum mismatch (stored {stored_crc:#010x}, computed {actual_crc:#010x})"
+        )));
     }
     match type_byte {
         0 => Ok(buf.slice_ref(body)),
         1 | 2 => decompress(body, type_byte).map(Bytes::from).map_err(corrupt),
         other => Err(corrupt(format!("unknown block compression type {other}"))),
-    }
-}
-
-/// True if the block at `handle`, trailer included, can be read and its checksum matches: the
-/// check [`read_block`] makes, for a thread that verifies blocks ahead of a scan. Any failure is
-/// `false`, and the scan's own read reports it.
-pub(crate) fn block_checksum_matches(file: &dyn RandomAccessFile, handle: BlockHandle) -> bool {
-    let Some(stored_len) = stored_block_len(handle) else { return false };
-    let Ok(buf) = file.read_shared(handle.offset, stored_len) else { return false };
-    StoredBlock::split(&buf).is_some_and(|block| masked_crc(block.checked) == block.stored_crc)
-}
-
-/// Bytes a block takes in the file: its body and trailer.
-fn stored_block_len(handle: BlockHandle) -> Option<usize> {
-    usize::try_from(handle.size).ok().and_then(|n| n.checked_add(BLOCK_TRAILER_LEN))
-}
-
-/// A stored block split into its parts.
-struct StoredBlock<'a> {
-    /// What the checksum covers: the body and the type byte.
-    checked: &'a [u8],
-    type_byte: u8,
-    body: &'a [u8],
-    stored_crc: u32,
-}
-
-impl<'a> StoredBlock<'a> {
-    /// `None` if `buf` is shorter than a trailer.
-    fn split(buf: &'a [u8]) -> Option<Self> {
-        let (checked, crc) = buf.split_last_chunk::<4>()?;
-        let (&type_byte, body) = checked.split_last()?;
-        Some(StoredBlock { checked, type_byte, body, stored_crc: u32::from_le_bytes(*crc) })
     }
 }
 

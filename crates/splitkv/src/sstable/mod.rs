@@ -30,7 +30,6 @@ mod table;
 mod table_cache;
 #[cfg(test)]
 mod tests;
-mod verify_ahead;
 
 pub use block::{Block, BlockBuilder, BlockError, BlockIter};
 pub use block_cache::BlockCache;

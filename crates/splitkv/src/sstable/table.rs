@@ -6,9 +6,7 @@
 //! one is given. Every block is checksum-verified when it is read from the file, so a cached block
 //! has been verified once. Blocks the cache keeps are copies; a block read around the cache (a
 //! long scan's, past its first [`SCAN_CACHED_BLOCKS`] in sequence, or any read with
-//! `fill_cache: false`) may be a slice of the file's map, used while the cursor is on it. A
-//! long forward pass over a map may have its next blocks' checksums verified on the database's
-//! prefetch pool (`verify_ahead`); a block the pool has not verified is verified by the scan.
+//! `fill_cache: false`) may be a slice of the file's map, used while the cursor is on it.
 //!
 //! Thread-safety: a [`Table`] is `Send + Sync` and shared as `Arc<Table>`; lookups take `&self`
 //! and never lock. A [`TableIterator`] owns an `Arc<Table>` and has one owner.
@@ -28,17 +26,15 @@ use super::block::{Block, BlockError, BlockIter};
 use super::block_cache::BlockCache;
 use super::filter::BloomFilter;
 use super::format::IndexBlockKind;
-use super::format::{read_block, read_block_checked, BlockHandle, Footer, FOOTER_LEN};
+use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
 use super::index::{BinaryIndex, BlockSpot, IndexBlock, IndexBlockBuilder, IndexSummary, Window};
 use super::learned::{LearnedIndex, LearnedIndexBuilder};
 use super::learning::{lazy_training_due, IndexLearning, LOOKUP_SAMPLE};
-use super::verify_ahead::VerifyAhead;
 use super::TableOptions;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{compare_internal_keys, parse_internal_key, user_key, FileNumber};
-use crate::vlog::prefetch::PrefetchPool;
 
 // Readers on many threads share tables, and iterators move between threads.
 const _: fn() = || {
@@ -333,12 +329,9 @@ impl Table {
     /// through the CPU's caches at full speed, where a cached copy costs a lookup and then a
     /// cache miss at a time as the pass walks its entries. A 100 B `readseq` after `readrandom`
     /// went from 0.12 to 0.077 µs per entry (`docs/results/baseline.md`).
-    /// `verified`: another thread has verified the block's checksum where it lies
-    /// (`verify_ahead`).
-    fn long_pass_block(&self, handle: BlockHandle, verified: bool) -> Result<Block> {
+    fn long_pass_block(&self, handle: BlockHandle) -> Result<Block> {
         if self.file.reads_in_place() {
-            let data = read_block_checked(&*self.file, &self.path, handle, false, !verified)?;
-            Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))
+            self.read_data_block(handle, false)
         } else {
             self.data_block(handle, false)
         }
@@ -440,8 +433,6 @@ impl Table {
             block_index: 0,
             data: None,
             readahead: Readahead::default(),
-            verify_ahead: VerifyAhead::default(),
-            verify_pool: None,
         }
     }
 
@@ -517,9 +508,6 @@ pub struct TableIterator {
     block_index: usize,
     data: Option<BlockIter>,
     readahead: Readahead,
-    verify_ahead: VerifyAhead,
-    /// Where a long forward pass has its next blocks verified (`verifying_ahead`).
-    verify_pool: Option<Arc<PrefetchPool>>,
 }
 
 /// Blocks a table iterator loads in sequence through the block cache; it reads those after them
@@ -594,15 +582,6 @@ impl Readahead {
 }
 
 impl TableIterator {
-    /// This cursor, with the checksums of a long forward pass's next blocks verified on `pool`
-    /// while it decodes the current ones (see `verify_ahead`), if the pool has threads.
-    pub fn verifying_ahead(mut self, pool: &Arc<PrefetchPool>) -> Self {
-        if pool.threads() > 0 {
-            self.verify_pool = Some(Arc::clone(pool));
-        }
-        self
-    }
-
     /// The table being iterated.
     pub fn table(&self) -> &Arc<Table> {
         &self.table
@@ -614,22 +593,13 @@ impl TableIterator {
         }
         self.data = None;
         let handle = self.table.block_handle(i)?;
-        let forward = self.readahead.last.is_some_and(|last| i == last + 1);
         self.readahead.on_load(&*self.table.file, i, handle, self.table.size);
         // A long pass reads around the cache: it would evict blocks that point reads reuse for
         // blocks it will not come back to, and pay to insert and evict each one.
         let block = if self.readahead.sequential < SCAN_CACHED_BLOCKS {
             self.table.data_block(handle, self.fill_cache)?
         } else {
-            match &self.verify_pool {
-                Some(pool) if forward && self.table.file.reads_in_place() => {
-                    let table = &self.table;
-                    let handle_of = |b| table.index().block_handle(b);
-                    self.verify_ahead.advance(i, table.index().len(), &table.file, handle_of, pool);
-                }
-                _ => self.verify_ahead.stop(),
-            }
-            self.table.long_pass_block(handle, self.verify_ahead.verified(i))?
+            self.table.long_pass_block(handle)?
         };
         self.data = Some(BlockIter::new(block));
         self.block_index = i;

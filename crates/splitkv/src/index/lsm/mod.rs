@@ -58,7 +58,6 @@ use crate::sstable::{BlockCache, IndexLearning, TableCache, TableOptions};
 use crate::stats::{Counters, IndexBlockStats, LevelStats, RangeSize, Stats};
 use crate::types::{FileNumber, SegmentId, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::{Catalog, Version};
-use crate::vlog::prefetch::PrefetchPool;
 
 /// What a reader needs to see one consistent state of the tree.
 pub struct SuperVersion {
@@ -154,8 +153,6 @@ struct Shared {
     l0_read_misses: AtomicU64,
     started: Instant,
     info_log: Arc<InfoLog>,
-    /// The database's prefetch pool: scans verify table blocks ahead on it.
-    prefetch: Arc<PrefetchPool>,
 }
 
 /// The LSM-tree index.
@@ -222,7 +219,6 @@ impl LsmIndex {
             l0_read_misses: AtomicU64::new(0),
             started: Instant::now(),
             info_log: parts.info_log,
-            prefetch: parts.prefetch,
             options,
         });
         let index = LsmIndex { shared, background: Mutex::new(Vec::new()) };

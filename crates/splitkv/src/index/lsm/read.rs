@@ -161,7 +161,7 @@ impl Shared {
         }
         for file in sv.version.files(0) {
             let table = self.table_cache.get_table(file.number, file.file_size)?;
-            children.push(Box::new(table.iter(fill_cache).verifying_ahead(&self.prefetch)));
+            children.push(Box::new(table.iter(fill_cache)));
         }
         for level in 1..sv.version.num_levels() {
             let level_files = Arc::clone(&sv.level_files[level]);
@@ -169,10 +169,9 @@ impl Shared {
                 continue;
             }
             let cache = Arc::clone(&self.table_cache);
-            let pool = Arc::clone(&self.prefetch);
             let open = Arc::new(move |f: &LevelFile| -> Result<TableIterator> {
                 let table = cache.get_table(FileNumber(f.id), f.size)?;
-                Ok(table.iter(fill_cache).verifying_ahead(&pool))
+                Ok(table.iter(fill_cache))
             });
             children.push(Box::new(LevelIterator::new(level_files, open)));
         }
