@@ -71,15 +71,15 @@ fn acknowledged_writes_survive_sigkill_under_always_and_group() -> TestResult {
 fn a_directory_of_other_data_is_refused() -> TestResult {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("db");
-    {
-        let raw = splitkv_open(&db);
-        raw.put(b"not-ours", b"x")?;
-    }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_splitkv-server"))
-        .arg("--dir")
-        .arg(&db)
-        .args(["--port", "0"])
-        .output()?;
+    // Opened and closed here while no child starts, so none keeps a copy of its LOCK.
+    common::with_no_child_starting(|| splitkv_open(&db).put(b"not-ours", b"x"))?;
+    let out = common::with_no_child_starting(|| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_splitkv-server"))
+            .arg("--dir")
+            .arg(&db)
+            .args(["--port", "0"])
+            .output()
+    })?;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not written by splitkv-server"));
     Ok(())

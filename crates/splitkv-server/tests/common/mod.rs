@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -11,6 +12,24 @@ pub struct ServerProcess {
     child: Option<Child>,
     pub port: u16,
     pub dir: PathBuf,
+}
+
+/// Held while a child server starts, from `spawn` until its ready line (by then it has exec'd),
+/// and by a test while it has a database open in this process. A new child holds a copy of
+/// every descriptor of this process until it execs, among them the `LOCK` of a database a test
+/// has open here; the engine locks with `flock`, whose lock lives as long as any copy, and the
+/// kernel resumes a `posix_spawn` parent before the child closes its close-on-exec descriptors.
+/// Without this, a server started on a database a test just closed here could find it locked.
+static NO_CHILD_STARTING: Mutex<()> = Mutex::new(());
+
+/// Runs `f` while no child server is starting (see [`NO_CHILD_STARTING`]).
+pub fn with_no_child_starting<T>(f: impl FnOnce() -> T) -> T {
+    let _guard = no_child_starting();
+    f()
+}
+
+fn no_child_starting() -> MutexGuard<'static, ()> {
+    NO_CHILD_STARTING.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Picks a port the OS considers free; the server binds it right after.
@@ -26,6 +45,7 @@ impl ServerProcess {
     }
 
     pub fn start_on(dir: &Path, port: u16, extra: &[&str]) -> ServerProcess {
+        let starting = no_child_starting();
         let mut child = Command::new(env!("CARGO_BIN_EXE_splitkv-server"))
             .arg("--dir")
             .arg(dir)
@@ -43,6 +63,7 @@ impl ServerProcess {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no ready line from the server, got {line:?}"));
+        drop(starting);
         ServerProcess { child: Some(child), port, dir: dir.to_path_buf() }
     }
 
