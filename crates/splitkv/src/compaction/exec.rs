@@ -269,7 +269,9 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
             .with_range_clean_below(ctx.range_clean_below);
     let mut garbage = Vec::new();
     let mut dropped_entries = 0;
-    let mut current_user_key: Option<Vec<u8>> = None;
+    // The user key of the entries being merged, valid once `seen_key`. One buffer, reused: a new
+    // vector per user key was 10% of a compaction's instructions (callgrind, 300k x 100 B).
+    let mut current_user_key: Vec<u8> = Vec::new();
     // Stripe of the previous (newer) version of the current key; `None` at a key's first version.
     let mut newer_stripe: Option<usize> = None;
     let mut newer_sequence = SequenceNumber(0);
@@ -299,11 +301,11 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
             }
             grandparent_index += 1;
         }
+        let first_occurrence = !seen_key || current_user_key != parsed.user_key;
         seen_key = true;
-
-        let first_occurrence = current_user_key.as_deref() != Some(parsed.user_key);
         if first_occurrence {
-            current_user_key = Some(parsed.user_key.to_vec());
+            current_user_key.clear();
+            current_user_key.extend_from_slice(parsed.user_key);
             newer_stripe = None;
             // Outputs are cut only between user keys, so all versions of a key share one file
             // and files of a level never overlap in user-key space.
