@@ -3,8 +3,10 @@
 //! Each read (point or scan) merges the memtables, every L0 file and one iterator per deeper
 //! level. The children are kept in a binary heap keyed by their current entries (RocksDB's
 //! merging iterator; LevelDB scans every child on each step instead): a step re-sifts only the
-//! child that moved, and in a long scan one child usually supplies a run of entries, which costs
-//! two key comparisons per step whatever the number of children. The heap compares keys it
+//! child that moved. In a long scan one child usually supplies a run of entries; the merge keeps
+//! which of the root's two children comes next (the runner-up) until the heap below the root
+//! changes, so a step of such a run costs one key comparison whatever the number of children
+//! (a plain sift takes two: which child is first, then whether it beats the root). The heap compares keys it
 //! asked each child for once, after that child last moved (LevelDB's and RocksDB's
 //! `IteratorWrapper`): a comparison then costs no dynamic call down the child's stack of
 //! iterators, and neither does reading the current key or value.
@@ -42,6 +44,11 @@ pub struct MergingIterator {
     /// direction (smallest key moving forward, largest moving backward); the root holds the
     /// current entry, and an empty heap means the merge is exhausted.
     heap: Vec<usize>,
+    /// Heap position (1 or 2) of the root's first child in the current direction, while the
+    /// heap below the root has not changed since it was found: in a run of entries from the
+    /// root's child, each step then compares the moved root with it alone (one key comparison
+    /// where a sift takes two).
+    runner_up: Option<usize>,
     direction: Direction,
 }
 
@@ -51,7 +58,7 @@ impl MergingIterator {
         let heap = Vec::with_capacity(children.len());
         let empty = &[][..] as *const [u8];
         let entries = vec![(empty, empty); children.len()];
-        MergingIterator { children, entries, heap, direction: Direction::Forward }
+        MergingIterator { children, entries, heap, runner_up: None, direction: Direction::Forward }
     }
 
     /// Number of merged children.
@@ -69,6 +76,7 @@ impl MergingIterator {
         let result = movement(self);
         if result.is_err() {
             self.heap.clear();
+            self.runner_up = None;
         }
         result
     }
@@ -76,6 +84,7 @@ impl MergingIterator {
     /// Rebuilds the heap from every valid child, for `direction`.
     fn rebuild(&mut self, direction: Direction) {
         self.direction = direction;
+        self.runner_up = None;
         self.heap.clear();
         for i in 0..self.children.len() {
             if self.cache_entry(i) {
@@ -147,13 +156,36 @@ impl MergingIterator {
         }
     }
 
-    /// Re-places the root after its child moved: sifts it down, or drops it once exhausted.
+    /// Re-places the root after its child moved: keeps it while it still comes before the
+    /// runner-up, else sifts it down; drops it once exhausted.
     fn fix_root(&mut self) {
         let Some(&root) = self.heap.first() else { return };
         if !self.cache_entry(root) {
             self.heap.swap_remove(0);
+            self.runner_up = None;
+            self.sift_down(0);
+            return;
         }
-        self.sift_down(0);
+        let len = self.heap.len();
+        if len == 1 {
+            return;
+        }
+        let runner_up = match self.runner_up {
+            Some(pos) => pos,
+            None => {
+                let pos = if len > 2 && self.before(self.heap[2], self.heap[1]) { 2 } else { 1 };
+                self.runner_up = Some(pos);
+                pos
+            }
+        };
+        if self.before(root, self.heap[runner_up]) {
+            return;
+        }
+        // The runner-up comes before every other child, so it takes the root's place (the first
+        // step of a sift), and the old root sinks below; the heap under the root changes.
+        self.heap.swap(0, runner_up);
+        self.runner_up = None;
+        self.sift_down(runner_up);
     }
 
     fn seek_all(&mut self, movement: impl Fn(&mut dyn InternalIterator) -> Result<()>) -> Result<()> {
