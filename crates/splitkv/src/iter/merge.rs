@@ -5,9 +5,9 @@
 //! merging iterator; LevelDB scans every child on each step instead): a step re-sifts only the
 //! child that moved. In a long scan one child usually supplies a run of entries; the merge keeps
 //! which of the root's two children comes next (the runner-up) until the heap below the root
-//! changes, so a step of such a run costs one key comparison whatever the number of children
-//! (a plain sift takes two: which child is first, then whether it beats the root). The heap compares keys it
-//! asked each child for once, after that child last moved (LevelDB's and RocksDB's
+//! changes, so a step of such a run costs one key comparison whatever the number of children (a
+//! plain sift takes two: which child is first, then whether it beats the root). The heap compares
+//! keys it asked each child for once, after that child last moved (LevelDB's and RocksDB's
 //! `IteratorWrapper`): a comparison then costs no dynamic call down the child's stack of
 //! iterators, and neither does reading the current key or value.
 //!
