@@ -138,16 +138,21 @@ impl MergingIterator {
         }
     }
 
+    /// Heap position of whichever of `pos`'s children comes first, if it has any.
+    fn first_child(&self, pos: usize) -> Option<usize> {
+        let len = self.heap.len();
+        let left = 2 * pos + 1;
+        if left >= len {
+            return None;
+        }
+        let right = left + 1;
+        Some(if right < len && self.before(self.heap[right], self.heap[left]) { right } else { left })
+    }
+
     /// Restores the heap below `pos` after the child there moved.
     fn sift_down(&mut self, mut pos: usize) {
-        let len = self.heap.len();
         loop {
-            let left = 2 * pos + 1;
-            if left >= len {
-                return;
-            }
-            let right = left + 1;
-            let first = if right < len && self.before(self.heap[right], self.heap[left]) { right } else { left };
+            let Some(first) = self.first_child(pos) else { return };
             if !self.before(self.heap[first], self.heap[pos]) {
                 return;
             }
@@ -166,14 +171,10 @@ impl MergingIterator {
             self.sift_down(0);
             return;
         }
-        let len = self.heap.len();
-        if len == 1 {
-            return;
-        }
         let runner_up = match self.runner_up {
             Some(pos) => pos,
             None => {
-                let pos = if len > 2 && self.before(self.heap[2], self.heap[1]) { 2 } else { 1 };
+                let Some(pos) = self.first_child(0) else { return };
                 self.runner_up = Some(pos);
                 pos
             }
