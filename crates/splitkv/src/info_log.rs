@@ -85,11 +85,19 @@ pub(crate) enum StallCause {
     MemtableFull = 2,
     /// The value log is over a space limit and writers wait for GC.
     LogSpace = 3,
+    /// The value log is over its space budget and the segments GC has cleaned wait for older
+    /// snapshots or iterators to be released.
+    LogReaders = 4,
 }
 
 impl StallCause {
-    const ALL: [StallCause; 4] =
-        [StallCause::L0Slowdown, StallCause::L0Stop, StallCause::MemtableFull, StallCause::LogSpace];
+    const ALL: [StallCause; 5] = [
+        StallCause::L0Slowdown,
+        StallCause::L0Stop,
+        StallCause::MemtableFull,
+        StallCause::LogSpace,
+        StallCause::LogReaders,
+    ];
 
     fn bit(self) -> u8 {
         1 << self as u8
@@ -101,6 +109,7 @@ impl StallCause {
             StallCause::L0Stop => "level0-stop",
             StallCause::MemtableFull => "memtable-full",
             StallCause::LogSpace => "value-log-space",
+            StallCause::LogReaders => "value-log-readers",
         }
     }
 }
@@ -116,7 +125,7 @@ pub struct InfoLog {
     file: Option<Dispatch>,
     /// Bit per [`StallCause`] in progress; read on the write path, so an atomic.
     stalls: AtomicU8,
-    stall_started: Mutex<[Option<Instant>; 4]>,
+    stall_started: Mutex<[Option<Instant>; StallCause::ALL.len()]>,
 }
 
 impl fmt::Debug for InfoLog {
@@ -143,7 +152,7 @@ impl InfoLog {
             db: dir.display().to_string(),
             file: None,
             stalls: AtomicU8::new(0),
-            stall_started: Mutex::new([None; 4]),
+            stall_started: Mutex::new([None; StallCause::ALL.len()]),
         }
     }
 
@@ -157,6 +166,18 @@ impl InfoLog {
         if let Some(file) = &self.file {
             tracing::dispatcher::with_default(file, emit);
         }
+    }
+
+    /// The names of the stalls in progress, in [`StallCause`] order.
+    pub(crate) fn stalls_in_progress(&self) -> Vec<&'static str> {
+        let stalls = self.stalls.load(Ordering::Relaxed);
+        StallCause::ALL.into_iter().filter(|c| stalls & c.bit() != 0).map(StallCause::name).collect()
+    }
+
+    /// True while writers are stopped (not merely slowed down) for any cause.
+    pub(crate) fn writes_stopped(&self) -> bool {
+        let slowdown = StallCause::L0Slowdown.bit();
+        self.stalls.load(Ordering::Relaxed) & !slowdown != 0
     }
 
     /// Notes that writers are being held back for `cause`; logs the stall when it starts.

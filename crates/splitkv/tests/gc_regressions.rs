@@ -168,6 +168,65 @@ fn writer_over_the_space_budget(kind: IndexKind) -> Result<()> {
 }
 
 #[test]
+fn writer_over_the_space_budget_waits_for_a_reader_that_holds_cleaned_segments() -> Result<()> {
+    // A writer over a hard budget failed with `NoSpace` as soon as the only segments GC could
+    // free were ones it had cleaned and a snapshot still held: a snapshot held for 5 ms failed a
+    // write in the real-process kill test. It must wait for the reader (as a stalled writer
+    // waits for a run) and go on once the reader is released.
+    for kind in index_kinds() {
+        writer_waits_for_reader(kind)?;
+    }
+    Ok(())
+}
+
+fn writer_waits_for_reader(kind: IndexKind) -> Result<()> {
+    let env = CrashEnv::new();
+    let budget: u64 = 1 << 20;
+    let opts = env.options(Options {
+        gc_space_budget: Some(budget),
+        background_gc: true,
+        gc_rate_limit: 0,
+        ..gc_options(kind)
+    });
+    let db = Db::open("/db", opts)?;
+    // A fifth of the budget of live data, then a snapshot that sees all of it: while it is held,
+    // every segment GC cleans stays on disk.
+    let keys = budget / 5 / 700;
+    for i in 0..keys {
+        db.put(key(i), value_for(i, 700))?;
+    }
+    let snapshot = db.snapshot();
+    let overwrites = 4 * budget / 700;
+    std::thread::scope(|s| -> Result<()> {
+        let writer = s.spawn(|| -> Result<()> {
+            for n in 0..overwrites {
+                db.put_opt(&WriteOptions { sync: true }, key(n % keys), value_for(keys + n, 700))?;
+            }
+            Ok(())
+        });
+        // Release the reader only once the writer waits for it (or has finished: then it did
+        // not wait, and its result below says why).
+        let waits_for_readers = || db.property("splitkv.write-stalls").is_some_and(|s| s.contains("value-log-readers"));
+        while !writer.is_finished() && !waits_for_readers() {
+            std::thread::yield_now();
+        }
+        let stopped = !writer.is_finished();
+        drop(snapshot);
+        let written = writer.join().expect("writer thread");
+        assert!(written.is_ok(), "{kind:?}: a write over the budget failed instead of waiting: {written:?}");
+        assert!(stopped, "{kind:?}: the writer never waited for the reader, so nothing was tested");
+        Ok(())
+    })?;
+    for i in 0..keys {
+        let newest = (0..overwrites).rfind(|n| n % keys == i).map_or(i, |n| keys + n);
+        assert_eq!(db.get(key(i))?.map(|v| v.to_vec()), Some(value_for(newest, 700)), "{kind:?}: key {i}");
+    }
+    assert_eq!(db.property("splitkv.is-write-stopped").as_deref(), Some("0"), "{kind:?}");
+    assert_eq!(db.property("splitkv.write-stalls").as_deref(), Some(""), "{kind:?}");
+    Ok(())
+}
+
+#[test]
 fn space_is_reclaimed_once_the_snapshot_that_held_it_is_released() -> Result<()> {
     // Garbage used to become known only when compaction dropped a version; once the snapshot
     // was gone nothing dropped them, and 3x the live data stayed on disk.

@@ -62,6 +62,12 @@ pub(super) struct SurveyMaps {
 /// per eighth of a segment if that is less ([`DbInner::space_check_bytes`]).
 const SPACE_CHECK_BYTES: u64 = 1 << 20;
 
+/// How long a writer over the space budget waits for readers that hold segments GC has already
+/// cleaned, before it fails with `NoSpace`. Such readers (snapshots, iterators) are usually gone
+/// within milliseconds, and failing at once turned a reader held for 5 ms into a failed write. It
+/// cannot wait for ever: the reader may belong to the writer's own thread.
+const READER_RELEASE_WAIT: Duration = Duration::from_secs(2);
+
 /// Most value bytes one GC relocation batch carries: a victim's live records are rewritten in
 /// batches of this size so that foreground writes interleave with them.
 const RELOCATION_BATCH_BYTES: usize = 1 << 20;
@@ -123,9 +129,11 @@ impl DbInner {
     }
 
     /// With a space limit on the value log, holds a writer (before it joins the write queue, so
-    /// GC's own relocations can pass) while the log is over it and GC can still shrink it. Ends
+    /// GC's own relocations can pass) while the log is over it and GC can still shrink it, or
+    /// segments it has cleaned wait only for older readers (for [`READER_RELEASE_WAIT`]). Ends
     /// with an error, never by waiting forever, when GC cannot: the database is poisoned, the
-    /// collector stopped, or no segment holds garbage a run could free.
+    /// collector stopped, no segment holds garbage a run could free, or readers held cleaned
+    /// segments for longer than that.
     pub(super) fn wait_for_log_space(&self) -> Result<()> {
         let limited = self.options.gc_space_budget.is_some() || self.options.gc_space_amplification.is_some();
         if !limited || !self.options.background_gc {
@@ -143,12 +151,13 @@ impl DbInner {
         let start = std::time::Instant::now();
         let mut surveyed = false;
         let mut flushed = false;
+        let mut waiting_for_readers: Option<std::time::Instant> = None;
         let result = loop {
             let pressure = self.gc.space_pressure(self);
             self.space_pressed.store(pressure != SpacePressure::None, Ordering::Relaxed);
             if pressure == SpacePressure::None {
                 // Logged once the pressure is gone, not whenever one writer passes.
-                self.info_log.stalls_ended([StallCause::LogSpace]);
+                self.info_log.stalls_ended([StallCause::LogSpace, StallCause::LogReaders]);
                 break Ok(());
             }
             self.check_poisoned()?;
@@ -187,7 +196,18 @@ impl DbInner {
                     self.survey_garbage()?;
                     continue;
                 }
-                let why = if self.gc.has_deferred_work() {
+                // Segments GC has cleaned are freed once the older readers holding them go:
+                // wait for that a while, as for a run.
+                let deferred = self.gc.has_deferred_work();
+                if deferred
+                    && waiting_for_readers.get_or_insert_with(std::time::Instant::now).elapsed() < READER_RELEASE_WAIT
+                {
+                    self.info_log.stall_began(StallCause::LogReaders, &format_args!("{} log bytes", self.log_bytes()));
+                    self.gc_wake.1.notify_all();
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                let why = if deferred {
                     "cleaned segments wait for older snapshots or iterators to be released"
                 } else {
                     "no segment holds garbage that GC could free"
@@ -198,6 +218,7 @@ impl DbInner {
                     self.options.gc_space_budget.unwrap_or(0)
                 )));
             }
+            self.info_log.stalls_ended([StallCause::LogReaders]);
             self.info_log
                 .stall_began(StallCause::LogSpace, &format_args!("{pressure:?}, {} log bytes", self.log_bytes()));
             self.gc_wake.1.notify_all();
@@ -205,6 +226,10 @@ impl DbInner {
         };
         if start.elapsed() > Duration::from_millis(1) {
             Counters::add(&self.counters.stall_gc_micros, start.elapsed().as_micros() as u64);
+        }
+        if result.is_err() {
+            // This writer no longer waits; one still waiting begins the stall again.
+            self.info_log.stalls_ended([StallCause::LogSpace, StallCause::LogReaders]);
         }
         result
     }

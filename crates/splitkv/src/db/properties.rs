@@ -31,6 +31,10 @@ impl Db {
             "splitkv.num-snapshots" => Some(self.inner.snapshots.count().to_string()),
             // RocksDB's convention: 0 when no snapshot is held.
             "splitkv.oldest-snapshot-time" => Some(self.inner.snapshots.oldest_time().unwrap_or(0).to_string()),
+            // RocksDB's `rocksdb.is-write-stopped`: 1 while writers wait (a slowdown is not a stop).
+            "splitkv.is-write-stopped" => Some(u8::from(self.inner.info_log.writes_stopped()).to_string()),
+            // The causes of the stalls in progress, one a line (`value-log-space`, ...).
+            "splitkv.write-stalls" => Some(self.inner.info_log.stalls_in_progress().join("\n")),
             "splitkv.levelstats" => self.inner.index.property(name).or_else(|| Some(level_stats_header())),
             _ if name == APPROXIMATE_SIZES || name.starts_with(APPROXIMATE_SIZES_OF) => {
                 let (start, end) = parse_range(name.strip_prefix(APPROXIMATE_SIZES_OF).unwrap_or(":"))?;
