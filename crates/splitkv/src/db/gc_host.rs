@@ -68,6 +68,10 @@ const SPACE_CHECK_BYTES: u64 = 1 << 20;
 /// cannot wait for ever: the reader may belong to the writer's own thread.
 const READER_RELEASE_WAIT: Duration = Duration::from_secs(2);
 
+/// The least share of the bytes written since a survey that counts towards the next one (see
+/// [`DbInner::survey_due`]), however fast the last surveys found live data growing.
+const MIN_REPLACING_SHARE: f64 = 0.25;
+
 /// Most value bytes one GC relocation batch carries: a victim's live records are rewritten in
 /// batches of this size so that foreground writes interleave with them.
 const RELOCATION_BATCH_BYTES: usize = 1 << 20;
@@ -322,15 +326,20 @@ impl DbInner {
         if self.index.charges_garbage_exactly() {
             return false;
         }
-        let SurveyMark { separated_written, horizon, held_back, .. } = *self.last_survey.lock();
+        let SurveyMark { separated_written, horizon, held_back, growth, .. } = *self.last_survey.lock();
         // Inline values and deletes become garbage at flush, which counts them itself.
         let written = self.separated_bytes_written.load(Ordering::Relaxed).saturating_sub(separated_written);
         // A survey walks every key: spacing them by a share of the log keeps their cost a fixed
         // fraction of the writes, while garbage stays known within that share. An eighth since
-        // surveys prefetch their marks, which halved their cost.
+        // surveys prefetch their marks, which halved their cost. What a survey finds is garbage,
+        // so the writes count by the share that replaced data rather than added it (at the last
+        // survey's rate): a load of new keys is surveyed less often, overwrites as before. At
+        // least a quarter counts, so a load that turns into overwrites is surveyed again within
+        // half the log's size written.
         let share = (self.logical_log_bytes() / 8).max(4 << 20);
+        let replacing = (1.0 - growth).clamp(MIN_REPLACING_SHARE, 1.0);
         let reader_gone = held_back && self.snapshots.oldest().is_none_or(|oldest| oldest > horizon);
-        written >= share || reader_gone
+        written as f64 * replacing >= share as f64 || reader_gone
     }
 
     /// The background GC loop: checks every 100 ms whether a run (or a garbage survey) is due,
