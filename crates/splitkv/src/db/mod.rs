@@ -484,9 +484,11 @@ impl Db {
     /// `splitkv.total-sst-bytes`, `splitkv.memtable-bytes`, `splitkv.last-sequence`,
     /// `splitkv.vlog-bytes`, `splitkv.write-amplification`, `splitkv.keyspaces` (one name a line),
     /// `splitkv.estimate-num-keys`, `splitkv.levelstats`, `splitkv.num-snapshots`,
-    /// `splitkv.oldest-snapshot-time`, `splitkv.is-write-stopped` (1 while writers wait for a
-    /// flush, compaction or value-log GC), `splitkv.write-stalls` (the causes in progress, one a
-    /// line: `level0-slowdown`, `level0-stop`, `memtable-full`, `value-log-space`,
+    /// `splitkv.oldest-snapshot-time`, `splitkv.is-write-stopped` (1 while a stall that stops
+    /// writes is in progress: from the first write that waits for a flush, compaction or
+    /// value-log GC until a later write passes without waiting, as the LOG's stall events
+    /// report it), `splitkv.write-stalls` (the causes of the stalls in progress, one a line:
+    /// `level0-slowdown`, `level0-stop`, `memtable-full`, `value-log-space`,
     /// `value-log-readers`), `splitkv.approximate-sizes[:START:END]` (hex keys; see
     /// [`Db::approximate_size`]).
     pub fn property(&self, name: &str) -> Option<String> {

@@ -31,7 +31,9 @@ impl Db {
             "splitkv.num-snapshots" => Some(self.inner.snapshots.count().to_string()),
             // RocksDB's convention: 0 when no snapshot is held.
             "splitkv.oldest-snapshot-time" => Some(self.inner.snapshots.oldest_time().unwrap_or(0).to_string()),
-            // RocksDB's `rocksdb.is-write-stopped`: 1 while writers wait (a slowdown is not a stop).
+            // RocksDB's `rocksdb.is-write-stopped`: 1 while a stall that stops writes is in
+            // progress (a slowdown is not a stop). A stall ends when a later write passes
+            // without waiting, so it still shows after the last write that waited.
             "splitkv.is-write-stopped" => Some(u8::from(self.inner.info_log.writes_stopped()).to_string()),
             // The causes of the stalls in progress, one a line (`value-log-space`, ...).
             "splitkv.write-stalls" => Some(self.inner.info_log.stalls_in_progress().join("\n")),
