@@ -177,7 +177,9 @@ impl DbInner {
             if self.gc_stop.load(Ordering::Acquire) {
                 break Err(Error::Closed);
             }
-            if !self.gc.can_relieve_space(self) {
+            let waiting_for = if self.gc.can_relieve_space(self) {
+                StallCause::LogSpace
+            } else {
                 // Likewise past what GC can do. Writers then pass without measuring again for a
                 // check interval: measuring on every write while over the target cost a 100 B put
                 // a tenth of its instructions (a walk over the segments and a GC pick each).
@@ -206,25 +208,25 @@ impl DbInner {
                 if deferred
                     && waiting_for_readers.get_or_insert_with(std::time::Instant::now).elapsed() < READER_RELEASE_WAIT
                 {
-                    self.info_log.stall_began(StallCause::LogReaders, &format_args!("{} log bytes", self.log_bytes()));
-                    self.gc_wake.1.notify_all();
-                    std::thread::sleep(Duration::from_millis(1));
-                    continue;
-                }
-                let why = if deferred {
-                    "cleaned segments wait for older snapshots or iterators to be released"
+                    StallCause::LogReaders
                 } else {
-                    "no segment holds garbage that GC could free"
-                };
-                break Err(Error::NoSpace(format!(
-                    "value log uses {} bytes of its {}-byte budget and {why}",
-                    self.log_bytes(),
-                    self.options.gc_space_budget.unwrap_or(0)
-                )));
+                    let why = if deferred {
+                        "cleaned segments wait for older snapshots or iterators to be released"
+                    } else {
+                        "no segment holds garbage that GC could free"
+                    };
+                    break Err(Error::NoSpace(format!(
+                        "value log uses {} bytes of its {}-byte budget and {why}",
+                        self.log_bytes(),
+                        self.options.gc_space_budget.unwrap_or(0)
+                    )));
+                }
+            };
+            if waiting_for == StallCause::LogSpace {
+                // A run can shrink the log again: the wait for readers, if any, is over.
+                self.info_log.stalls_ended([StallCause::LogReaders]);
             }
-            self.info_log.stalls_ended([StallCause::LogReaders]);
-            self.info_log
-                .stall_began(StallCause::LogSpace, &format_args!("{pressure:?}, {} log bytes", self.log_bytes()));
+            self.info_log.stall_began(waiting_for, &format_args!("{pressure:?}, {} log bytes", self.log_bytes()));
             self.gc_wake.1.notify_all();
             std::thread::sleep(Duration::from_millis(1));
         };
