@@ -577,6 +577,27 @@ fn child_entry() {
     run_child(case, &dir, seed, generation);
 }
 
+/// The value log's state when a write failed, for the parent's message: a write refused for
+/// space is only diagnosable from what the log held (each segment's size and known garbage,
+/// where recovery starts, what GC had done, and who held readers).
+fn describe_log(db: &Db) -> String {
+    let stats = db.stats();
+    let segments: Vec<String> =
+        stats.segments.iter().map(|s| format!("{}:{}/{}", s.id, s.bytes, s.garbage_bytes)).collect();
+    format!(
+        "log head {:?}; {} segments (id:bytes/garbage) {}; GC runs {}, punched {} bytes, released {} segments; \
+         snapshots {}; stalls [{}]",
+        stats.log_head,
+        segments.len(),
+        segments.join(" "),
+        stats.gc_runs,
+        stats.gc_bytes_punched,
+        stats.gc_segments_released,
+        db.property("splitkv.num-snapshots").unwrap_or_default(),
+        db.property("splitkv.write-stalls").unwrap_or_default().replace('\n', ", "),
+    )
+}
+
 /// Ends the child with `code` after saying why on stderr (the parent shows it).
 fn die(code: i32, message: &str) -> ! {
     eprintln!("kill test child: {message}");
@@ -640,7 +661,7 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
                 side_db.write(&WriteOptions { sync: true }, wb)
             });
             if let Err(e) = written {
-                die(EXIT_WRITE_FAILED, &format!("side write {n}: {e}"));
+                die(EXIT_WRITE_FAILED, &format!("side write {n}: {e}\n{}", describe_log(&side_db)));
             }
             if std::io::stdout().write_all(format!("SIDE {n}\n").as_bytes()).is_err() {
                 die(EXIT_PARENT_GONE, "stdout closed");
@@ -658,7 +679,7 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
                 .and_then(|ks| db.write(&WriteOptions { sync: true }, workload_batch(&ks, &ops, generation, batch))),
         };
         if let Err(e) = written {
-            die(EXIT_WRITE_FAILED, &format!("write of batch {batch}: {e}"));
+            die(EXIT_WRITE_FAILED, &format!("write of batch {batch}: {e}\n{}", describe_log(&db)));
         }
         // One write call per line: a pipe write of this size is atomic, so the parent never
         // sees a prefix of a number (it also ignores a line without its newline).
