@@ -133,6 +133,8 @@ pub struct Flags {
     pub gc_policy: Option<String>,
     /// splitkv: garbage fraction at which background GC cleans a segment.
     pub gc_threshold: Option<f64>,
+    /// splitkv: fraction of the space limits at which background GC starts cleaning.
+    pub gc_space_trigger: Option<f64>,
     /// splitkv: value-log space budget (GC also runs at 80% of it).
     pub space_budget: Option<u64>,
     /// splitkv: value-log space amplification limit (`Some(None)` turns the default off).
@@ -246,6 +248,7 @@ impl Default for Flags {
             partitions: 1,
             gc_policy: None,
             gc_threshold: None,
+            gc_space_trigger: None,
             space_budget: None,
             space_amplification: None,
             background_gc: None,
@@ -372,6 +375,7 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --index=lsm|hash  --hash_capacity=N (--num)  --hash_shards=N (1)                 (splitkv)
   --index_kind=binary|learned|adaptive (SSTable index blocks; binary)             (splitkv)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
+  --gc_space_trigger=F (fraction of the space limits at which GC starts; 0.8)      (splitkv)
   --space_amplification=F|none (value-log space limit over live bytes; default 1.3)
   --gc_punch_holes=BOOL  --gc_logical_space_factor=F  --gc_rate_limit=N          (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
@@ -559,6 +563,10 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
             flags.gc_threshold =
                 Some(text()?.parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f)).ok_or_else(|| bad("a fraction"))?)
         }
+        "gc_space_trigger" => {
+            flags.gc_space_trigger =
+                Some(text()?.parse::<f64>().ok().filter(|f| *f > 0.0 && *f <= 1.0).ok_or_else(|| bad("a fraction"))?)
+        }
         "space_budget" => flags.space_budget = Some(number("a size")?),
         "space_amplification" => {
             flags.space_amplification = Some(match text()? {
@@ -713,6 +721,8 @@ mod tests {
                 .unwrap();
         assert_eq!(f.gc_policy.as_deref(), Some("costbenefit"));
         assert_eq!(f.gc_threshold, Some(0.25));
+        assert_eq!(parse(["--gc_space_trigger=0.9"]).unwrap().gc_space_trigger, Some(0.9));
+        assert!(parse(["--gc_space_trigger=0"]).is_err() && parse(["--gc_space_trigger=1.5"]).is_err());
         assert_eq!(f.space_budget, Some(1000));
         assert_eq!(parse(["--space_amplification=1.5"]).unwrap().space_amplification, Some(Some(1.5)));
         assert_eq!(parse(["--space_amplification=none"]).unwrap().space_amplification, Some(None));

@@ -117,6 +117,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(t) = flags.gc_threshold {
         options.gc_garbage_ratio = t;
     }
+    if let Some(t) = flags.gc_space_trigger {
+        options.gc_space_trigger = t;
+    }
     if let Some(b) = flags.space_budget {
         options.gc_space_budget = Some(b);
     }
