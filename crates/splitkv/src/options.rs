@@ -178,10 +178,12 @@ pub struct Options {
     pub gc_space_budget: Option<u64>,
     /// Keeps the value log within this multiple of its live bytes (estimated as segment bytes
     /// minus known garbage, which only overestimates live data): background GC starts cleaning
-    /// at `gc_space_trigger` of that limit, and writers wait above it while GC can still free
+    /// once garbage reaches `gc_space_trigger` of what the limit allows (at 1.3 and 0.8, a log
+    /// of 1.24x its live bytes), and writers wait above the limit while GC can still free
     /// space. Unlike `gc_space_budget` this limit never fails a write. `None` disables it.
     pub gc_space_amplification: Option<f64>,
-    /// Fraction of the space limits (`gc_space_budget`, `gc_space_amplification`) that triggers GC.
+    /// Fraction of `gc_space_budget`, or of the garbage `gc_space_amplification` allows (the
+    /// limit minus one), that triggers GC.
     pub gc_space_trigger: f64,
     /// Free dead ranges in place (`fallocate(PUNCH_HOLE)`) instead of copying while the logical
     /// space allows (SSHKV's logical space amplification).
