@@ -729,6 +729,7 @@ mod tests {
     struct FixedHost {
         segments: Mutex<Vec<(SegmentStats, bool)>>,
         log_bytes: u64,
+        live_bytes: u64,
         fs: MemFileSystem,
     }
 
@@ -755,7 +756,7 @@ mod tests {
             self.log_bytes
         }
         fn live_log_bytes_estimate(&self) -> u64 {
-            self.log_bytes
+            self.live_bytes
         }
         fn relocate(
             &self,
@@ -799,13 +800,46 @@ mod tests {
         let gc = GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000);
         let inline_only = (stats(1, 1000), false);
         let separated = (stats(2, 0), true);
-        let host =
-            FixedHost { segments: Mutex::new(vec![inline_only, separated]), log_bytes: 2000, fs: MemFileSystem::new() };
+        let host = FixedHost {
+            segments: Mutex::new(vec![inline_only, separated]),
+            log_bytes: 2000,
+            live_bytes: 2000,
+            fs: MemFileSystem::new(),
+        };
         let outcome = gc.run_once(&host, false).expect("run");
         assert_eq!(outcome.victim, Some(SegmentId(1)));
         assert_eq!(outcome.bytes_read, 0, "a segment never pointed into must not be read");
         assert_eq!(outcome.segments_released, vec![SegmentId(1)]);
         assert!(gc.can_relieve_space(&host), "the log's tail is still worth cleaning over the budget");
+    }
+
+    #[test]
+    fn the_amplification_trigger_is_a_share_of_the_garbage_the_limit_allows() {
+        // Limit 1.3x, trigger 0.8: GC hurries from 1 + 0.8 x 0.3 = 1.24x the live bytes on (at
+        // 0.8 x 1.3 = 1.04x it cleaned segments that still held little garbage); a byte budget's
+        // trigger stays a share of its bytes.
+        let settings = |space_budget, space_amplification| GcSettings {
+            garbage_ratio: 0.3,
+            space_budget,
+            space_amplification,
+            space_trigger: 0.8,
+            punch_holes: false,
+            logical_space_factor: 1.0,
+            rewrite_order: GcRewriteOrder::Segment,
+        };
+        let host = |log_bytes| FixedHost {
+            segments: Mutex::new(Vec::new()),
+            log_bytes,
+            live_bytes: 100_000,
+            fs: MemFileSystem::new(),
+        };
+        let amplification = GarbageCollector::new(Box::new(GreedyPolicy), settings(None, Some(1.3)), 1000);
+        for (log_bytes, hurried) in [(104_000, false), (123_900, false), (124_100, true), (131_000, true)] {
+            assert_eq!(amplification.hurried(&host(log_bytes), false), hurried, "log of {log_bytes} bytes");
+        }
+        let budget = GarbageCollector::new(Box::new(GreedyPolicy), settings(Some(200_000), None), 1000);
+        assert!(!budget.hurried(&host(159_000), false));
+        assert!(budget.hurried(&host(160_000), false));
     }
 
     fn stats(id: u64, garbage_bytes: u64) -> SegmentStats {
