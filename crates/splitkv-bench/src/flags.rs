@@ -133,7 +133,8 @@ pub struct Flags {
     pub gc_policy: Option<String>,
     /// splitkv: garbage fraction at which background GC cleans a segment.
     pub gc_threshold: Option<f64>,
-    /// splitkv: fraction of the space limits at which background GC starts cleaning.
+    /// splitkv: share of the space budget, or of the garbage the amplification limit allows,
+    /// at which background GC starts cleaning.
     pub gc_space_trigger: Option<f64>,
     /// splitkv: value-log space budget (GC also runs at 80% of it).
     pub space_budget: Option<u64>,
@@ -375,7 +376,7 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --index=lsm|hash  --hash_capacity=N (--num)  --hash_shards=N (1)                 (splitkv)
   --index_kind=binary|learned|adaptive (SSTable index blocks; binary)             (splitkv)
   --gc_policy=oldest|greedy|costbenefit  --gc_threshold=F  --space_budget=N  --background_gc=BOOL
-  --gc_space_trigger=F (fraction of the space limits at which GC starts; 0.8)      (splitkv)
+  --gc_space_trigger=F (share of the budget or allowed garbage where GC starts; 0.8) (splitkv)
   --space_amplification=F|none (value-log space limit over live bytes; default 1.3)
   --gc_punch_holes=BOOL  --gc_logical_space_factor=F  --gc_rate_limit=N          (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)

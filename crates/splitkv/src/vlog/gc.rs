@@ -378,8 +378,9 @@ impl GarbageCollector {
 
     /// True past `space_trigger` of a budget, or of the garbage an amplification limit allows:
     /// with a limit of 1.3, GC starts once garbage reaches 0.8 x 0.3 of the live bytes (a log at
-    /// 1.24x), not at 0.8 x 1.3 = 1.04x. Started at 1.04x, GC cleaned while segments held little
-    /// garbage and relocated 14-20% more for the same space (`docs/design.md`).
+    /// 1.24x), not at 0.8 x 1.3 = 1.04x. Started at 1.04x, GC cleaned segments that still held
+    /// little garbage; starting at 1.24x it relocated 12-25% less for the same space
+    /// (`docs/design.md`, "GC starts at 80% of the allowed garbage").
     fn over_space_trigger(&self, host: &dyn GcHost) -> bool {
         let used = host.log_bytes() as f64;
         let trigger = self.settings.space_trigger;
