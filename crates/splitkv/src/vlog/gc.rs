@@ -380,7 +380,8 @@ impl GarbageCollector {
     /// with a limit of 1.3, GC starts once garbage reaches 0.8 x 0.3 of the live bytes (a log at
     /// 1.24x), not at 0.8 x 1.3 = 1.04x. Started at 1.04x, GC cleaned segments that still held
     /// little garbage; starting at 1.24x it relocated 12-25% less for the same space
-    /// (`docs/design.md`, "GC starts at 80% of the allowed garbage").
+    /// (`docs/design.md`, "GC starts at 80% of the allowed garbage"). A limit below 1 allows no
+    /// garbage at all: GC starts at the limit itself, never above it.
     fn over_space_trigger(&self, host: &dyn GcHost) -> bool {
         let used = host.log_bytes() as f64;
         let trigger = self.settings.space_trigger;
@@ -388,7 +389,7 @@ impl GarbageCollector {
             || self
                 .settings
                 .space_amplification
-                .is_some_and(|a| used >= (1.0 + trigger * (a - 1.0).max(0.0)) * self.live_floor(host))
+                .is_some_and(|a| used >= (1.0 + trigger * (a - 1.0)).min(a) * self.live_floor(host))
     }
 
     fn pick(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<Option<SegmentStats>> {
@@ -838,6 +839,10 @@ mod tests {
         for (log_bytes, hurried) in [(104_000, false), (123_900, false), (124_100, true), (131_000, true)] {
             assert_eq!(amplification.hurried(&host(log_bytes), false), hurried, "log of {log_bytes} bytes");
         }
+        // Below 1 the limit allows no garbage: GC hurries from the limit itself, not above it.
+        let below_one = GarbageCollector::new(Box::new(GreedyPolicy), settings(None, Some(0.9)), 1000);
+        assert!(!below_one.hurried(&host(89_000), false));
+        assert!(below_one.hurried(&host(90_100), false));
         let budget = GarbageCollector::new(Box::new(GreedyPolicy), settings(Some(200_000), None), 1000);
         assert!(!budget.hurried(&host(159_000), false));
         assert!(budget.hurried(&host(160_000), false));
