@@ -22,8 +22,11 @@
 # MODE=overwrite A/Bs value-log GC under the default space limit: per round and build,
 # fillrandom then overwrite at 1 KiB (GC rewrites about twice what the overwrite writes).
 #
+# MODE=per_op A/Bs the per-operation comparison's sequence (bench/per_op/run.sh) on splitkv
+# alone: fillseq,fillrandom,overwrite,readrandom,readseq at 100 B and 1 KiB, incompressible.
+#
 # usage: bench/ab/run.sh BASE [NEW]     (env: ROUNDS=5, NUM=1000000, OUT=dir for raw output,
-#                                        MODE=main|capped_scan|capped_sequence|threads|overwrite)
+#                                        MODE=main|capped_scan|capped_sequence|threads|overwrite|per_op)
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 BASE=${1:?usage: bench/ab/run.sh BASE [NEW]}
@@ -42,6 +45,7 @@ for side in base new; do
 done
 
 mkdir -p "$OUT"
+extra=()
 capped=(--num=2000000 --value_size=1024 --compression_ratio=1 --memory_limit=512MiB --db="$WORK/db")
 case ${MODE:-main} in
     capped_scan)
@@ -52,8 +56,9 @@ case ${MODE:-main} in
     capped_sequence) scan=(--reads=200000 --benchmarks=fillrandom,rewritelog,readseq,readseq) ;;
     main) sizes=(1024 100) benchmarks=fillrandom,readrandom,readseq ;;
     overwrite) sizes=(1024) benchmarks=fillrandom,overwrite,stats ;;
+    per_op) sizes=(100 1024) benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq extra=(--compression_ratio=1) ;;
     threads) ;;
-    *) echo "unknown MODE=$MODE (main, capped_scan, capped_sequence, threads or overwrite)" >&2; exit 2 ;;
+    *) echo "unknown MODE=$MODE (main, capped_scan, capped_sequence, threads, overwrite or per_op)" >&2; exit 2 ;;
 esac
 if [[ ${MODE:-main} == threads ]]; then
     for round in $(seq 1 "$ROUNDS"); do
@@ -95,7 +100,7 @@ for round in $(seq 1 "$ROUNDS"); do
     for size in "${sizes[@]}"; do
         for side in "${order[@]}"; do
             run "$WORK/target-$side/release/splitkv-bench" --num="$NUM" --value_size="$size" \
-                --benchmarks="$benchmarks" --db="$WORK/db" \
+                --benchmarks="$benchmarks" "${extra[@]}" --db="$WORK/db" \
                 >"$OUT/$side-$size-round$round.txt"
         done
     done

@@ -15,6 +15,13 @@
 //! with `Acquire`), so a reader that reaches a node sees it whole. A reader may find an upper
 //! link still empty while the node is being linked; that only sends its search down a level.
 //!
+//! The list remembers where its last insert went at every level (a [`Splice`], as RocksDB's
+//! `InlineSkipList` keeps one for sequential inserts). An insert whose key falls between those
+//! neighbours starts its search there instead of at the head, so keys written in ascending
+//! order (a bulk load, `fillseq`, a key-order rewrite) link in a few comparisons whatever the
+//! list's size; any other key costs one or two comparisons with nodes still in cache before the
+//! usual search from the head.
+//!
 //! Keys are ordered by [`compare_internal_keys`] and must be unique (the memtable's internal keys
 //! carry a sequence number).
 //!
@@ -187,6 +194,21 @@ impl Drop for Arena {
     }
 }
 
+/// Where the last insert through the hint went: at every level below `height`, the node before
+/// it and the link that followed that node. Nodes are never removed, so the pointers stay valid
+/// as long as the list; later inserts elsewhere may make a level stale, which costs only a search.
+struct Splice {
+    prev: [NonNull<Header>; MAX_HEIGHT],
+    next: [*mut Header; MAX_HEIGHT],
+    /// Levels filled in; above it the splice is the head and the end of the list.
+    height: usize,
+}
+
+#[allow(unsafe_code)]
+// SAFETY: the pointers are addresses of nodes in the list's arena, only followed through the
+// list while it is alive, exactly like the links themselves.
+unsafe impl Send for Splice {}
+
 /// The ordered map itself; see the module header.
 pub(super) struct SkipList {
     arena: Arena,
@@ -197,6 +219,9 @@ pub(super) struct SkipList {
     len: AtomicUsize,
     /// Drawn from for tower heights (a Weyl sequence, mixed).
     seed: AtomicU64,
+    /// Where the last insert that held it went. Concurrent inserters that find it taken search
+    /// from the head instead of waiting: it is only a hint.
+    hint: Mutex<Splice>,
 }
 
 #[allow(unsafe_code)]
@@ -212,7 +237,8 @@ impl SkipList {
     pub(super) fn new(chunk_bytes: usize) -> Self {
         let arena = Arena::new(chunk_bytes);
         let head = Self::new_node(&arena, MAX_HEIGHT, &[], &[]);
-        SkipList { arena, head, height: AtomicUsize::new(1), len: AtomicUsize::new(0), seed: AtomicU64::new(0) }
+        let hint = Mutex::new(Splice { prev: [head; MAX_HEIGHT], next: [ptr::null_mut(); MAX_HEIGHT], height: 0 });
+        SkipList { arena, head, height: AtomicUsize::new(1), len: AtomicUsize::new(0), seed: AtomicU64::new(0), hint }
     }
 
     /// Writes a node with an empty tower into the arena.
@@ -296,11 +322,22 @@ impl SkipList {
                 Err(seen) => list_height = seen,
             }
         }
-        // Where the key goes at every level, found from the top down.
+        // Where the key goes at every level: from the hint's neighbours where they still
+        // bracket it, found from there (or from the head) downwards below that.
+        let mut hint = self.hint.try_lock();
         let mut prev = [self.head(); MAX_HEIGHT];
         let mut next = [ptr::null_mut(); MAX_HEIGHT];
-        let mut start = self.head();
-        for level in (0..list_height).rev() {
+        let bracketed_from = match hint.as_deref() {
+            Some(splice) => self.bracketing_level(splice, key, list_height),
+            None => list_height,
+        };
+        if let Some(splice) = hint.as_deref() {
+            for level in bracketed_from..list_height.min(splice.height) {
+                (prev[level], next[level]) = (self.node(splice.prev[level]), splice.next[level]);
+            }
+        }
+        let mut start = prev[bracketed_from.min(list_height - 1)];
+        for level in (0..bracketed_from.min(list_height)).rev() {
             (prev[level], next[level]) = self.splice(key, start, level);
             start = prev[level];
         }
@@ -318,12 +355,50 @@ impl SkipList {
                 if published.is_ok() {
                     break;
                 }
-                // Another insert linked a node here first: search this level again from the same
-                // predecessor, which still comes before the key (nothing is ever removed).
+                // Another insert linked a node here first (or the hint was stale): search this
+                // level again from the same predecessor, which still comes before the key
+                // (nothing is ever removed).
                 (prev[level], next[level]) = self.splice(key, prev[level], level);
             }
         }
+        if let Some(splice) = hint.as_deref_mut() {
+            // The next key in ascending order goes right after this one, at every level it has.
+            for level in 0..list_height {
+                splice.prev[level] = if level < height { node } else { prev[level].ptr };
+                splice.next[level] = next[level];
+            }
+            splice.height = list_height;
+        }
+        drop(hint);
         self.len.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The lowest level at which `splice` still brackets `key` (its node there comes before
+    /// the key, the link after it is unchanged and leads past the key), or `list_height` if
+    /// none does. The splice was taken top-down, so a level that brackets the key has every
+    /// level above it come before the key and end after it as well; they may have gained nodes
+    /// since, which the insert's compare-and-swap finds.
+    fn bracketing_level(&self, splice: &Splice, key: &[u8], list_height: usize) -> usize {
+        let mut level = 0;
+        while level < splice.height.min(list_height) {
+            let before = self.node(splice.prev[level]);
+            let after = splice.next[level];
+            if before.next(level).load(Ordering::Acquire) != after {
+                // Not tight any more: something was linked in between. Try a level up.
+                level += 1;
+                continue;
+            }
+            let starts_before =
+                splice.prev[level] == self.head || compare_internal_keys(before.key(), key) == KeyOrder::Less;
+            let ends_after = self.follow(after).is_none_or(|n| compare_internal_keys(key, n.key()) == KeyOrder::Less);
+            if starts_before && ends_after {
+                return level;
+            }
+            // The key lies outside the splice: the levels above are no better placed than
+            // the head for a key this far away.
+            break;
+        }
+        list_height
     }
 
     /// The last node before `key` at `level` from `start` on (which must come before it), and
@@ -449,6 +524,85 @@ mod tests {
         assert_eq!(at(list.last_before(&key(0, 1))), None);
         assert_eq!(at(list.last()), Some(b"k000198".to_vec()));
         assert_eq!(at(list.first()), Some(b"k000000".to_vec()));
+    }
+
+    #[test]
+    fn inserts_in_any_order_through_the_hint_keep_the_list_ordered() {
+        // Ascending runs (the hint brackets each key), descending runs (it never does), and
+        // random keys, interleaved, on one list whose height grows as it goes.
+        let list = SkipList::new(1 << 12);
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut model = BTreeSet::new();
+        let mut seq = 0;
+        let mut add = |list: &SkipList, k: u32| {
+            seq += 1;
+            let k = key(k, seq);
+            list.insert(&k, &seq.to_le_bytes());
+            model.insert(k);
+        };
+        for run in 0..60u32 {
+            let base = rng.gen_range(0..100_000);
+            match run % 3 {
+                0 => (base..base + 200).for_each(|k| add(&list, k)),
+                1 => (base..base + 200).rev().for_each(|k| add(&list, k)),
+                _ => (0..200).for_each(|_| add(&list, rng.gen_range(0..100_000))),
+            }
+        }
+        let mut expected: Vec<Vec<u8>> = model.into_iter().collect();
+        expected.sort_by(|a, b| compare_internal_keys(a, b));
+        assert_eq!(forward(&list), expected);
+        for k in expected.iter().step_by(97) {
+            assert!(list.lower_bound(k).is_some_and(|n| n.key() == k.as_slice()));
+        }
+        // Every level's links are in order too, not only level 0's.
+        for level in 0..list.height.load(Ordering::Relaxed) {
+            let mut at = list.head();
+            while let Some(n) = list.follow(at.next(level).load(Ordering::Acquire)) {
+                assert!(at.ptr == list.head || compare_internal_keys(at.key(), n.key()) == KeyOrder::Less);
+                at = n;
+            }
+        }
+    }
+
+    #[test]
+    fn the_hint_places_the_next_ascending_key_and_not_a_distant_one() {
+        let list = SkipList::new(1 << 12);
+        for k in 0..5000 {
+            list.insert(&key(k * 2, 1), b"v");
+        }
+        let height = list.height.load(Ordering::Relaxed);
+        let splice = list.hint.lock();
+        assert_eq!(list.bracketing_level(&splice, &key(10_001, 1), height), 0, "right after the last insert");
+        assert_eq!(list.bracketing_level(&splice, &key(9_997, 1), height), height, "before the last insert");
+        assert_eq!(list.bracketing_level(&splice, &key(11, 1), height), height, "far before it");
+    }
+
+    #[test]
+    fn concurrent_ascending_and_random_inserts_lose_nothing() {
+        // One writer holds the hint at a time; the others search from the head, and whoever
+        // next takes the hint finds it stale.
+        let list = Arc::new(SkipList::new(1 << 16));
+        let writers: Vec<_> = (0..3u32)
+            .map(|t| {
+                let list = Arc::clone(&list);
+                std::thread::spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(u64::from(t));
+                    for i in 0..6000u32 {
+                        let k = if t == 2 { rng.gen_range(0..18_000) * 3 + 2 } else { i * 3 + t };
+                        list.insert(&key(k, u64::from(i)), &i.to_le_bytes());
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let keys = forward(&list);
+        assert_eq!(keys.len(), 18_000);
+        assert!(keys.windows(2).all(|w| compare_internal_keys(&w[0], &w[1]) == KeyOrder::Less));
+        for k in keys.iter().step_by(13) {
+            assert!(list.lower_bound(k).is_some_and(|n| n.key() == k.as_slice()));
+        }
     }
 
     #[test]
