@@ -19,8 +19,8 @@
 //! `InlineSkipList` keeps one for sequential inserts). An insert whose key falls between those
 //! neighbours starts its search there instead of at the head, so keys written in ascending
 //! order (a bulk load, `fillseq`, a key-order rewrite) link in a few comparisons whatever the
-//! list's size; any other key costs one or two comparisons with nodes still in cache before the
-//! usual search from the head.
+//! list's size. The hint is only consulted while inserts keep landing right after the previous
+//! one, so keys in random order pay nothing but a pointer comparison for it.
 //!
 //! Keys are ordered by [`compare_internal_keys`] and must be unique (the memtable's internal keys
 //! carry a sequence number).
@@ -202,6 +202,12 @@ struct Splice {
     next: [*mut Header; MAX_HEIGHT],
     /// Levels filled in; above it the splice is the head and the end of the list.
     height: usize,
+    /// Whether the last insert went right after the one before it. Only then are `prev` and
+    /// `next` kept and checked: keys in random order would pay for the check and the copy on
+    /// every insert and never gain from them.
+    ascending: bool,
+    /// The node the last insert through the hint linked (the head before any).
+    last: NonNull<Header>,
 }
 
 #[allow(unsafe_code)]
@@ -237,7 +243,13 @@ impl SkipList {
     pub(super) fn new(chunk_bytes: usize) -> Self {
         let arena = Arena::new(chunk_bytes);
         let head = Self::new_node(&arena, MAX_HEIGHT, &[], &[]);
-        let hint = Mutex::new(Splice { prev: [head; MAX_HEIGHT], next: [ptr::null_mut(); MAX_HEIGHT], height: 0 });
+        let hint = Mutex::new(Splice {
+            prev: [head; MAX_HEIGHT],
+            next: [ptr::null_mut(); MAX_HEIGHT],
+            height: 0,
+            ascending: false,
+            last: head,
+        });
         SkipList { arena, head, height: AtomicUsize::new(1), len: AtomicUsize::new(0), seed: AtomicU64::new(0), hint }
     }
 
@@ -325,28 +337,29 @@ impl SkipList {
         // Where the key goes at every level: from the hint's neighbours where they still
         // bracket it, found from there (or from the head) downwards below that.
         let mut hint = self.hint.try_lock();
-        let mut prev = [self.head(); MAX_HEIGHT];
+        let mut prev = [self.head; MAX_HEIGHT];
         let mut next = [ptr::null_mut(); MAX_HEIGHT];
-        let bracketed_from = match hint.as_deref() {
-            Some(splice) => self.bracketing_level(splice, key, list_height),
-            None => list_height,
-        };
-        if let Some(splice) = hint.as_deref() {
-            for level in bracketed_from..list_height.min(splice.height) {
-                (prev[level], next[level]) = (self.node(splice.prev[level]), splice.next[level]);
-            }
+        let mut search_below = list_height;
+        if let Some(splice) = hint.as_deref().filter(|splice| splice.ascending) {
+            search_below = self.bracketing_level(splice, key, list_height);
+            // The levels from the bracketing one up keep the splice's neighbours (none if the
+            // key is not bracketed: then `search_below` is the list's height).
+            let kept = search_below..list_height.min(splice.height).max(search_below);
+            prev[kept.clone()].copy_from_slice(&splice.prev[kept.clone()]);
+            next[kept.clone()].copy_from_slice(&splice.next[kept]);
         }
-        let mut start = prev[bracketed_from.min(list_height - 1)];
-        for level in (0..bracketed_from.min(list_height)).rev() {
-            (prev[level], next[level]) = self.splice(key, start, level);
-            start = prev[level];
+        let mut start = self.node(prev[search_below.min(list_height - 1)]);
+        for level in (0..search_below).rev() {
+            let (before, after) = self.splice(key, start, level);
+            (prev[level], next[level]) = (before.ptr, after);
+            start = before;
         }
         debug_assert!(self.follow(next[0]).is_none_or(|n| n.key() != key), "duplicate memtable key");
         let new = self.node(node);
         for level in 0..height {
             loop {
                 new.next(level).store(next[level], Ordering::Relaxed);
-                let published = prev[level].next(level).compare_exchange(
+                let published = self.node(prev[level]).next(level).compare_exchange(
                     next[level],
                     node.as_ptr(),
                     Ordering::Release,
@@ -358,16 +371,18 @@ impl SkipList {
                 // Another insert linked a node here first (or the hint was stale): search this
                 // level again from the same predecessor, which still comes before the key
                 // (nothing is ever removed).
-                (prev[level], next[level]) = self.splice(key, prev[level], level);
+                let (before, after) = self.splice(key, self.node(prev[level]), level);
+                (prev[level], next[level]) = (before.ptr, after);
             }
         }
         if let Some(splice) = hint.as_deref_mut() {
-            // The next key in ascending order goes right after this one, at every level it has.
-            for level in 0..list_height {
-                splice.prev[level] = if level < height { node } else { prev[level].ptr };
-                splice.next[level] = next[level];
+            splice.ascending = search_below < list_height || prev[0] == splice.last;
+            if splice.ascending {
+                // The next key in ascending order goes right after this one, at every level it has.
+                (splice.prev, splice.next, splice.height) = (prev, next, list_height);
+                splice.prev[..height].fill(node);
             }
-            splice.height = list_height;
+            splice.last = node;
         }
         drop(hint);
         self.len.fetch_add(1, Ordering::Relaxed);
@@ -571,10 +586,21 @@ mod tests {
             list.insert(&key(k * 2, 1), b"v");
         }
         let height = list.height.load(Ordering::Relaxed);
-        let splice = list.hint.lock();
-        assert_eq!(list.bracketing_level(&splice, &key(10_001, 1), height), 0, "right after the last insert");
-        assert_eq!(list.bracketing_level(&splice, &key(9_997, 1), height), height, "before the last insert");
-        assert_eq!(list.bracketing_level(&splice, &key(11, 1), height), height, "far before it");
+        {
+            let splice = list.hint.lock();
+            assert!(splice.ascending);
+            assert_eq!(list.bracketing_level(&splice, &key(10_001, 1), height), 0, "right after the last insert");
+            assert_eq!(list.bracketing_level(&splice, &key(9_997, 1), height), height, "before the last insert");
+            assert_eq!(list.bracketing_level(&splice, &key(11, 1), height), height, "far before it");
+        }
+        // Keys in descending order never land right after the previous one: the hint is set aside.
+        for k in (0..50).rev() {
+            list.insert(&key(k * 2 + 1, 1), b"v");
+        }
+        assert!(!list.hint.lock().ascending);
+        list.insert(&key(10_001, 1), b"v");
+        list.insert(&key(10_003, 1), b"v");
+        assert!(list.hint.lock().ascending, "two keys in a row at the end take it up again");
     }
 
     #[test]
