@@ -63,7 +63,7 @@ def main(directory):
                 runs.setdefault((m.group(1), int(size), side), []).append(float(m.group(2)))
     print("| benchmark | value | base µs/op (median) | new µs/op (median) | new/base throughput | rounds |")
     print("|---|---:|---:|---:|---:|---:|")
-    for bench in ("fillrandom", "overwrite", "readrandom", "readseq"):
+    for bench in ("fillseq", "fillrandom", "overwrite", "readrandom", "readseq"):
         for size in (1024, 100):
             base, new = runs.get((bench, size, "base")), runs.get((bench, size, "new"))
             if not base or not new:
