@@ -2,7 +2,10 @@
 # The per-operation comparison: db_bench's fillseq, fillrandom, overwrite, readrandom and readseq
 # at 100-byte and 1 KiB values, 1M keys (16-byte keys, incompressible values), one thread, each
 # engine with its default options; then fillrandom at 1 KiB with two writer threads (each
-# thread writes NUM/2 keys, so the total matches the one-thread run). Rounds are interleaved
+# thread writes NUM/2 keys, so the total matches the one-thread run); then, at 1 KiB, a scan
+# after a random load: fillrandom,readseq,readseq, where splitkv first rewrites its value log in
+# key order (fillrandom,rewritelog,readseq,readseq; the last scan is compared, warm for every
+# engine). Rounds are interleaved
 # (every engine once per round, the engine order rotating), and the summary gives each engine's
 # median and splitkv's ratio to every peer computed round by round.
 #
@@ -43,6 +46,11 @@ for round in $(seq 1 "$ROUNDS"); do
         run "$BENCH_BIN" --engine="$engine" --num=$((NUM / 2)) --threads=2 --value_size=1024 \
             --compression_ratio=1 --benchmarks=fillrandom --db="$DB_DIR/db" \
             >"$OUT/$engine-1024-t2-round$round.txt"
+        rm -rf "$DB_DIR/db"
+        scan=fillrandom,readseq,readseq
+        [[ $engine == splitkv ]] && scan=fillrandom,rewritelog,readseq,readseq
+        run "$BENCH_BIN" --engine="$engine" --num="$NUM" --value_size=1024 --compression_ratio=1 \
+            --benchmarks="$scan" --db="$DB_DIR/db" >"$OUT/$engine-1024-rw-round$round.txt"
     done
 done
 rm -rf "$DB_DIR"

@@ -2,7 +2,7 @@
 """Summarizes the raw output of bench/per_op/run.sh: per value size and benchmark, each engine's
 median (µs/op, or MB/s for readseq and the two-thread fill) and splitkv's throughput ratio to
 each peer, computed per round (the rounds interleave the engines) and then the median, with the
-range over rounds.
+range over rounds. A file's last line for a benchmark counts (the scan row's second readseq).
 
 usage: bench/per_op/summarize.py DIR
 """
@@ -42,7 +42,8 @@ def main(directory):
     header = "| value | benchmark | " + " | ".join(engines) + " | " + " | ".join(f"vs {p}" for p in peers) + " |"
     print(header)
     print("|---|---|" + "---:|" * (len(engines) + len(peers)))
-    rows = [(size, "t1", b) for size in (100, 1024) for b in ORDER] + [(1024, "t2", "fillrandom")]
+    rows = [(size, "t1", b) for size in (100, 1024) for b in ORDER]
+    rows += [(1024, "t2", "fillrandom"), (1024, "rw", "readseq")]
     for size, threads, bench in rows:
         cells = []
         for engine in engines:
@@ -62,7 +63,9 @@ def main(directory):
                     ratios.append(throughput(bench, threads, mine) / throughput(bench, threads, theirs))
             cells.append(
                 f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f})" if ratios else "")
-        name = bench + (" --threads=2" if threads == "t2" else "")
+        if not any(cells):
+            continue
+        name = bench + {"t2": " --threads=2", "rw": " after fillrandom (splitkv: then rewritelog)"}.get(threads, "")
         print(f"| {size} B | {name} | " + " | ".join(cells) + " |")
 
 
