@@ -18,7 +18,7 @@ ORDER = ["fillseq", "fillrandom", "overwrite", "readrandom", "readseq"]
 def load(directory):
     """{(engine, size, threads, bench, round): (micros, mb_per_s)}"""
     runs = {}
-    for path in pathlib.Path(directory).glob("*-t*-round*.txt"):
+    for path in pathlib.Path(directory).glob("*-round*.txt"):
         engine, size, threads, round_ = path.stem.split("-")
         for line in path.read_text().splitlines():
             m = LINE.match(line)
