@@ -20,7 +20,8 @@
 //! neighbours starts its search there instead of at the head, so keys written in ascending
 //! order (a bulk load, `fillseq`, a key-order rewrite) link in a few comparisons whatever the
 //! list's size. The hint is only consulted while inserts keep landing right after the previous
-//! one, so keys in random order pay nothing but a pointer comparison for it.
+//! one, so keys in random order pay only for taking its lock (never waited for) and a pointer
+//! comparison.
 //!
 //! Keys are ordered by [`compare_internal_keys`] and must be unique (the memtable's internal keys
 //! carry a sequence number).
