@@ -501,6 +501,20 @@ mod tests {
         internal_key(format!("k{k:06}").as_bytes(), SequenceNumber(seq), ValueKind::Inline)
     }
 
+    /// Starts `threads` threads, each running `insert(list, its number)`.
+    fn spawn_writers(
+        list: &Arc<SkipList>,
+        threads: u32,
+        insert: fn(&SkipList, u32),
+    ) -> Vec<std::thread::JoinHandle<()>> {
+        (0..threads)
+            .map(|t| {
+                let list = Arc::clone(list);
+                std::thread::spawn(move || insert(&list, t))
+            })
+            .collect()
+    }
+
     fn forward(list: &SkipList) -> Vec<Vec<u8>> {
         std::iter::successors(list.first(), |n| list.next(*n)).map(|n| n.key().to_vec()).collect()
     }
@@ -609,18 +623,13 @@ mod tests {
         // One writer holds the hint at a time; the others search from the head, and whoever
         // next takes the hint finds it stale.
         let list = Arc::new(SkipList::new(1 << 16));
-        let writers: Vec<_> = (0..3u32)
-            .map(|t| {
-                let list = Arc::clone(&list);
-                std::thread::spawn(move || {
-                    let mut rng = SmallRng::seed_from_u64(u64::from(t));
-                    for i in 0..6000u32 {
-                        let k = if t == 2 { rng.gen_range(0..18_000) * 3 + 2 } else { i * 3 + t };
-                        list.insert(&key(k, u64::from(i)), &i.to_le_bytes());
-                    }
-                })
-            })
-            .collect();
+        let writers = spawn_writers(&list, 3, |list, t| {
+            let mut rng = SmallRng::seed_from_u64(u64::from(t));
+            for i in 0..6000u32 {
+                let k = if t == 2 { rng.gen_range(0..18_000) * 3 + 2 } else { i * 3 + t };
+                list.insert(&key(k, u64::from(i)), &i.to_le_bytes());
+            }
+        });
         for w in writers {
             w.join().unwrap();
         }
@@ -645,16 +654,11 @@ mod tests {
     #[test]
     fn concurrent_inserts_lose_nothing_and_readers_see_order() {
         let list = Arc::new(SkipList::new(1 << 16));
-        let writers: Vec<_> = (0..4u32)
-            .map(|t| {
-                let list = Arc::clone(&list);
-                std::thread::spawn(move || {
-                    for i in 0..5000u32 {
-                        list.insert(&key(i * 4 + t, u64::from(t)), &i.to_le_bytes());
-                    }
-                })
-            })
-            .collect();
+        let writers = spawn_writers(&list, 4, |list, t| {
+            for i in 0..5000u32 {
+                list.insert(&key(i * 4 + t, u64::from(t)), &i.to_le_bytes());
+            }
+        });
         let reader = {
             let list = Arc::clone(&list);
             std::thread::spawn(move || {
