@@ -176,7 +176,7 @@ pub(crate) fn compress_block<'a>(
 
 /// The 5-byte trailer for a stored block body.
 pub(crate) fn block_trailer(body: &[u8], type_byte: u8) -> [u8; BLOCK_TRAILER_LEN] {
-    let crc = mask_crc(crc32c::crc32c_append(crc32c::crc32c(body), &[type_byte]));
+    let crc = mask_crc(crc32c::crc32c_append(crate::coding::crc32c(body), &[type_byte]));
     let mut t = [0u8; BLOCK_TRAILER_LEN];
     t[0] = type_byte;
     t[1..].copy_from_slice(&crc.to_le_bytes());
