@@ -194,6 +194,10 @@ pub struct Options {
     pub gc_rate_limit: u64,
     /// Order in which GC rewrites a victim's live records at the log head.
     pub gc_rewrite_order: GcRewriteOrder,
+    /// Compactions move the values they keep out of segments that are past `gc_garbage_ratio`
+    /// (relocation through compaction, LSM index only): a move is a value read and an append,
+    /// where a GC copy is a user write again. GC still cleans what compactions leave.
+    pub gc_in_compaction: bool,
     /// Index kind.
     pub index: IndexKind,
     /// SSTable index block kind.
@@ -254,6 +258,7 @@ impl Default for Options {
             gc_logical_space_factor: 4.0,
             gc_rate_limit: 256 << 20,
             gc_rewrite_order: GcRewriteOrder::Segment,
+            gc_in_compaction: false,
             index: IndexKind::default(),
             index_block_kind: IndexBlockKind::default(),
             paranoid_checks: false,
@@ -301,6 +306,7 @@ impl fmt::Debug for Options {
             .field("gc_logical_space_factor", &self.gc_logical_space_factor)
             .field("gc_rate_limit", &self.gc_rate_limit)
             .field("gc_rewrite_order", &self.gc_rewrite_order)
+            .field("gc_in_compaction", &self.gc_in_compaction)
             .field("index", &self.index)
             .field("index_block_kind", &self.index_block_kind)
             .field("paranoid_checks", &self.paranoid_checks)

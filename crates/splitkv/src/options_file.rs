@@ -85,6 +85,9 @@ struct StoredOptions {
     gc_logical_space_factor: f64,
     gc_rate_limit: u64,
     gc_rewrite_order: StoredGcRewriteOrder,
+    /// Absent from files written before it existed.
+    #[serde(default)]
+    gc_in_compaction: bool,
     index_block_kind: StoredIndexBlockKind,
     paranoid_checks: bool,
     prefetch_threads: usize,
@@ -190,6 +193,7 @@ impl From<&Options> for StoredOptions {
             gc_logical_space_factor,
             gc_rate_limit,
             gc_rewrite_order,
+            gc_in_compaction,
             index,
             index_block_kind,
             paranoid_checks,
@@ -249,6 +253,7 @@ impl From<&Options> for StoredOptions {
                 GcRewriteOrder::Segment => StoredGcRewriteOrder::Segment,
                 GcRewriteOrder::Key => StoredGcRewriteOrder::Key,
             },
+            gc_in_compaction: *gc_in_compaction,
             index_block_kind: match index_block_kind {
                 IndexBlockKind::Binary => StoredIndexBlockKind::Binary,
                 IndexBlockKind::Learned => StoredIndexBlockKind::Learned,
@@ -327,6 +332,7 @@ impl StoredOptions {
                 StoredGcRewriteOrder::Segment => GcRewriteOrder::Segment,
                 StoredGcRewriteOrder::Key => GcRewriteOrder::Key,
             },
+            gc_in_compaction: self.gc_in_compaction,
             index: match self.index {
                 StoredIndex::Lsm => IndexKind::Lsm,
                 StoredIndex::Hash { capacity, shards } => IndexKind::Hash { capacity, shards },
@@ -507,6 +513,7 @@ mod tests {
             partition_target_bytes: Some(1 << 40),
             gc_policy: GcPolicyKind::CostBenefit,
             gc_rewrite_order: GcRewriteOrder::Key,
+            gc_in_compaction: true,
             gc_space_budget: Some(u64::MAX - 1),
             gc_space_amplification: None,
             index: IndexKind::Hash { capacity: 1 << 33, shards: 3 },

@@ -34,6 +34,10 @@ pub struct Counters {
     pub compaction_bytes_written: AtomicU64,
     /// Bytes of SSTables read by compactions.
     pub compaction_bytes_read: AtomicU64,
+    /// Values compactions moved out of segments being emptied (`Options::gc_in_compaction`).
+    pub compaction_values_moved: AtomicU64,
+    /// Value-log record bytes of those moves.
+    pub compaction_value_bytes_moved: AtomicU64,
     /// Memtable flushes completed.
     pub flushes: AtomicU64,
     /// Compactions completed.
@@ -426,6 +430,10 @@ pub struct Stats {
     pub compaction_bytes_written: u64,
     /// SSTable bytes read by compactions since open.
     pub compaction_bytes_read: u64,
+    /// Values compactions moved to the log head since open (`Options::gc_in_compaction`).
+    pub compaction_values_moved: u64,
+    /// Value-log record bytes of those moves.
+    pub compaction_value_bytes_moved: u64,
     /// MANIFEST bytes written since open.
     pub manifest_bytes_written: u64,
     /// Flushes since open.
@@ -622,6 +630,8 @@ impl Stats {
         self.flush_bytes_written = Counters::get(&c.flush_bytes_written);
         self.compaction_bytes_written = Counters::get(&c.compaction_bytes_written);
         self.compaction_bytes_read = Counters::get(&c.compaction_bytes_read);
+        self.compaction_values_moved = Counters::get(&c.compaction_values_moved);
+        self.compaction_value_bytes_moved = Counters::get(&c.compaction_value_bytes_moved);
         self.flushes = Counters::get(&c.flushes);
         self.compactions = Counters::get(&c.compactions);
         self.stall_slowdown_micros = Counters::get(&c.stall_slowdown_micros);
@@ -727,6 +737,14 @@ impl fmt::Display for Stats {
             self.stall_stop_micros as f64 / 1e6,
             self.stall_gc_micros as f64 / 1e6
         )?;
+        if self.compaction_values_moved > 0 {
+            writeln!(
+                f,
+                "Compactions moved {} values ({:.1} MiB) out of segments past the garbage ratio",
+                self.compaction_values_moved,
+                self.compaction_value_bytes_moved as f64 / MIB
+            )?;
+        }
         writeln!(
             f,
             "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, runs spent {:.3} s scanning and {:.3} s relocating, {} surveys ({:.3} s), lookups skipped by survey maps: {} of dead records, {} of live ones; on disk {:.1} MiB",

@@ -275,6 +275,9 @@ enum GcCrashCase {
     /// `run_gc` over a log of mostly inline values: the segments the index never pointed into
     /// are released unread, the others copied.
     MostlyInline,
+    /// A full compaction that moves values out of half-garbage segments
+    /// (`gc_in_compaction`, LSM only), then `run_gc`, which releases the emptied segments.
+    CompactionMoves,
 }
 
 impl GcCrashCase {
@@ -287,6 +290,7 @@ impl GcCrashCase {
             gc_rewrite_order: if key_order { GcRewriteOrder::Key } else { GcRewriteOrder::Segment },
             // Small values fill segments more slowly: smaller ones, so that there are several.
             segment_size: if matches!(self, GcCrashCase::MostlyInline) { 16 << 10 } else { base.segment_size },
+            gc_in_compaction: matches!(self, GcCrashCase::CompactionMoves),
             ..base
         }
     }
@@ -353,8 +357,9 @@ fn crash_at_every_io_point_of_gc_loses_nothing() -> Result<()> {
             GcCrashCase::KeyOrderRewrite,
             GcCrashCase::KeyOrderSteps,
             GcCrashCase::MostlyInline,
+            GcCrashCase::CompactionMoves,
         ] {
-            if matches!(case, GcCrashCase::KeyOrderRewrite) && kind != IndexKind::Lsm {
+            if matches!(case, GcCrashCase::KeyOrderRewrite | GcCrashCase::CompactionMoves) && kind != IndexKind::Lsm {
                 continue;
             }
             crash_at_every_io_point_of_gc(kind, case)?;
@@ -377,6 +382,19 @@ fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<(
                 last[k as usize] = 10_000 + k;
             }
         }
+        if let GcCrashCase::CompactionMoves = case {
+            // The last round's segments become half garbage, and a few newer versions spread
+            // over the range make the next full compaction merge every table.
+            for (from, step, base) in [(0, 2, 10_000), (1, 40, 20_000)] {
+                for k in (from..200u64).step_by(step) {
+                    db.put(key(k), value_for(base + k, 700))?;
+                    last[k as usize] = base + k;
+                }
+                if base == 10_000 {
+                    db.compact_range(None, None)?;
+                }
+            }
+        }
         // Synced last, so every write above is durable too.
         db.put_opt(&WriteOptions { sync: true }, b"marker", b"synced")?;
         Ok((db, last, snapshot))
@@ -388,6 +406,11 @@ fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<(
                 Ok(())
             }
             GcCrashCase::KeyOrderRewrite => db.rewrite_value_log(None, None).map(drop),
+            GcCrashCase::CompactionMoves => {
+                db.compact_range(None, None)?;
+                assert!(db.stats().compaction_values_moved > 0, "the compaction moved nothing");
+                db.run_gc().map(drop)
+            }
             _ => db.run_gc().map(drop),
         }
     };

@@ -156,18 +156,14 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
                 break;
             }
         };
-        let kind = match rec.kind {
-            RecordKind::Put => "put",
-            RecordKind::Delete => "delete",
-            RecordKind::DeleteRange => "delete_range",
-        };
+        let kind = rec.kind.name();
         if out.json {
             let mut row = json!({
                 "offset": offset, "len": rec.pointer.len, "sequence": rec.seq.0, "kind": kind,
                 "key": out.style.show(&rec.key),
             });
             match rec.kind {
-                RecordKind::Put => row["value"] = json!(out.style.show(&rec.value)),
+                RecordKind::Put | RecordKind::Moved => row["value"] = json!(out.style.show(&rec.value)),
                 RecordKind::DeleteRange => row["end"] = json!(out.style.show(&rec.value)),
                 RecordKind::Delete => {}
             }
@@ -179,7 +175,9 @@ pub fn segment(path: &Path, out: Output) -> Result<Exit, CliError> {
             // Before the value, whose preview can be long, so the chain link stays in view.
             let prev = rec.prev.map(|p| format!(" prev={}:{}+{}", p.segment.0, p.offset, p.len)).unwrap_or_default();
             let value = match rec.kind {
-                RecordKind::Put => format!(" {} bytes: {}", rec.value.len(), out.style.preview(&rec.value)),
+                RecordKind::Put | RecordKind::Moved => {
+                    format!(" {} bytes: {}", rec.value.len(), out.style.preview(&rec.value))
+                }
                 RecordKind::Delete => String::new(),
                 RecordKind::DeleteRange => format!(" to {}", out.style.preview(&rec.value)),
             };

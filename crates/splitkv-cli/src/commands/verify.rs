@@ -512,17 +512,12 @@ impl SlotChecker<'_> {
         if record.seq != p.seq {
             return Some(format!("{at} has sequence number {}, the slot says {}", record.seq, p.seq));
         }
-        let kind = |kind: RecordKind| match kind {
-            RecordKind::Put => "put",
-            RecordKind::Delete => "delete",
-            RecordKind::DeleteRange => "delete_range",
-        };
         let expected = match slot.state {
             SlotState::Tombstone => RecordKind::Delete,
             _ => RecordKind::Put,
         };
         if record.kind != expected {
-            return Some(format!("{at} is a {} record, not a {}", kind(record.kind), kind(expected)));
+            return Some(format!("{at} is a {} record, not a {}", record.kind.name(), expected.name()));
         }
         None
     }

@@ -13,15 +13,24 @@
 //!
 //! Outputs are synced one by one; the caller syncs the directory and publishes them in one
 //! MANIFEST edit, so a crash mid-compaction leaves only unreferenced files behind.
+//!
+//! With [`ValueMoves`] the compaction also relocates values (relocation through compaction, as
+//! RocksDB's integrated BlobDB does it): each kept entry pointing into a segment being emptied
+//! has its value read and appended to the log head as a moved record, and the output points
+//! there instead. The merge already knows which versions are kept, so a move needs no lookup,
+//! no sequence number and no memtable insert, where a GC copy is a write again. The old record
+//! is charged as garbage like a dropped one. The caller syncs the log before it publishes the
+//! outputs; moved records that a crash leaves unreferenced are garbage like any other.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::compaction::Compaction;
 use crate::error::Result;
-use crate::filenames::table_file;
+use crate::filenames::{segment_file, table_file};
 use crate::fs::FileSystem;
+use crate::index::LogLink;
 use crate::iter::merge::MergingIterator;
 use crate::iter::{entry_pointer, InternalIterator};
 use crate::range_del::Fragments;
@@ -31,6 +40,7 @@ use crate::types::{
     ValuePointer, MAX_SEQUENCE,
 };
 use crate::version::FileMetaData;
+use crate::vlog::{RecordKind, RecordRef};
 
 /// How often (in entries) the executor lets a pending memtable flush run.
 const PREEMPT_EVERY: usize = 1024;
@@ -221,6 +231,33 @@ pub struct CompactionContext<'a> {
     pub range_clean_below: SequenceNumber,
     /// Partition split keys, ascending.
     pub partition_splits: &'a [Vec<u8>],
+    /// Segments to move kept values out of, if any.
+    pub moves: Option<ValueMoves<'a>>,
+}
+
+/// Where a compaction moves kept values from, and the log it moves them to.
+pub struct ValueMoves<'a> {
+    /// The value log: read from, appended to.
+    pub log: &'a dyn LogLink,
+    /// Segments claimed for the compaction ([`LogLink::claim_for_moves`]): every kept pointer
+    /// into one of them is moved.
+    pub from: &'a HashSet<SegmentId>,
+}
+
+impl ValueMoves<'_> {
+    /// Moves the value at `ptr` of the version `user_key`@`seq` to the log head.
+    fn move_value(&self, dir: &Path, user_key: &[u8], seq: SequenceNumber, ptr: &ValuePointer) -> Result<ValuePointer> {
+        let record = self.log.read_record(ptr)?;
+        if record.key != user_key || !matches!(record.kind, RecordKind::Put | RecordKind::Moved) {
+            return Err(crate::Error::corruption(
+                segment_file(dir, ptr.segment),
+                ptr.offset,
+                "the record a table points to is not a value of the table's key",
+            ));
+        }
+        let moved = self.log.append_moved(&[RecordRef::moved(seq, &record.key, &record.value)])?;
+        moved.first().copied().ok_or_else(|| crate::Error::Poisoned("a moved value was not appended".into()))
+    }
 }
 
 /// What a compaction produced.
@@ -236,6 +273,10 @@ pub struct CompactionResult {
     pub bytes_written: u64,
     /// Entries dropped.
     pub dropped_entries: u64,
+    /// Values moved to the log head, and their record bytes.
+    pub moved_values: u64,
+    /// See `moved_values`.
+    pub moved_bytes: u64,
 }
 
 /// A dropped version's value-log record, now garbage.
@@ -280,6 +321,7 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
     let mut overlapped_bytes = 0u64;
     let mut seen_key = false;
     let mut since_preempt = 0;
+    let (mut moved_values, mut moved_bytes) = (0, 0);
 
     while input.valid() {
         since_preempt += 1;
@@ -340,7 +382,19 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
                 garbage.push(DroppedPointer { segment: ptr.segment, bytes: u64::from(ptr.len), shadowed_by });
             }
         } else {
-            sink.add(ikey, input.value(), pointer)?;
+            match (pointer, &ctx.moves) {
+                (Some(old), Some(moves)) if moves.from.contains(&old.segment) => {
+                    let new = moves.move_value(ctx.dir, parsed.user_key, parsed.sequence, &old)?;
+                    // Always charged: a survey that counted the old record counted it live.
+                    let shadowed_by = SequenceNumber(MAX_SEQUENCE);
+                    garbage.push(DroppedPointer { segment: old.segment, bytes: u64::from(old.len), shadowed_by });
+                    moved_values += 1;
+                    moved_bytes += u64::from(new.len);
+                    let mut buf = [0; ValuePointer::MAX_ENCODED_LEN];
+                    sink.add(ikey, new.encode_into(&mut buf), Some(new))?;
+                }
+                _ => sink.add(ikey, input.value(), pointer)?,
+            }
             if covered_by.is_some() {
                 sink.note_kept_covered();
             }
@@ -348,7 +402,7 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
         input.next()?;
     }
     let (outputs, bytes_written) = sink.finish()?;
-    Ok(CompactionResult { outputs, garbage, bytes_read, bytes_written, dropped_entries })
+    Ok(CompactionResult { outputs, garbage, bytes_read, bytes_written, dropped_entries, moved_values, moved_bytes })
 }
 
 #[cfg(test)]

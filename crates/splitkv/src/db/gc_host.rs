@@ -443,7 +443,9 @@ impl GcHost for DbInner {
                 Counters::add(&self.counters.gc_lookups_skipped, 1);
                 return Ok(false);
             }
-            map.is_some_and(|map| map.was_current(ptr.offset)).then_some(survey.current_at)
+            // A move out of the segment is not a write, so the filters would not see it.
+            let moved_out = self.vlog.moves().was_moved_out(ptr.segment);
+            map.is_some_and(|map| !moved_out && map.was_current(ptr.offset)).then_some(survey.current_at)
         };
         // What it found current stays so until its key is written again: a few filter probes
         // instead of a lookup, for most of the records a 1 KiB overwrite's GC keeps.
@@ -466,7 +468,7 @@ impl GcHost for DbInner {
             .vlog
             .segments()
             .into_iter()
-            .filter(|s| s.id < head.segment && s.id < active)
+            .filter(|s| s.id < head.segment && s.id < active && !self.vlog.moves().is_claimed(s.id))
             .map(|s| {
                 let meta = recorded.get(&s.id);
                 let skipped_bytes = meta.map_or(0, |m| m.skipped_bytes());
@@ -510,7 +512,10 @@ impl GcHost for DbInner {
     }
 
     fn may_be_referenced(&self, id: SegmentId) -> bool {
-        self.vlog.may_be_referenced(id)
+        // Compactions may have moved every value out (`Options::gc_in_compaction`): then no
+        // table points into it, and, being before the log head, no memtable does.
+        let emptied = || self.vlog.moves().was_moved_out(id) && !self.index.tables_pointing_into(id).current;
+        self.vlog.may_be_referenced(id) && !emptied()
     }
 
     fn relocate(
@@ -541,6 +546,16 @@ impl GcHost for DbInner {
     fn wait_out_point_reads(&self) {
         // Point reads read "now" holding the barrier shared (see `DbInner::get_at`).
         drop(self.gc_barrier.write());
+    }
+
+    fn begin_release(&self, id: SegmentId) -> bool {
+        // A moved pointer keeps its sequence number, so a reader of the tree from before a move
+        // is not older than anything GC can name: wait until no such tree is held.
+        let moved_out = self.vlog.moves().was_moved_out(id);
+        if moved_out && self.index.tables_pointing_into(id).older {
+            return false;
+        }
+        self.vlog.moves().begin_release(id)
     }
 
     fn release_segment(&self, id: SegmentId) -> Result<()> {

@@ -32,9 +32,9 @@ use crate::types::{
     parse_internal_key, seek_key, FileNumber, LogPosition, SegmentId, SequenceNumber, ValueKind, ValuePointer,
     MAX_SEQUENCE,
 };
-use crate::version::Catalog;
+use crate::version::{Catalog, TablesPointingInto};
 use crate::vlog::live_map::LiveMap;
-use crate::vlog::{RecordKind, ReplayedRecord, SegmentInfo, ValueLog};
+use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, SegmentInfo, ValueLog};
 
 /// The sequence number a point read sees.
 #[derive(Clone, Copy, Debug)]
@@ -109,6 +109,9 @@ impl<'a> IndexRecord<'a> {
             RecordKind::DeleteRange => IndexEntry::RangeDeletion { end: value },
             RecordKind::Put if value.len() >= value_threshold => IndexEntry::Pointer(log_pointer),
             RecordKind::Put => IndexEntry::Inline(value),
+            // Replay skips moved records (their pointers live in tables only); what one would
+            // be is the separated value it holds.
+            RecordKind::Moved => IndexEntry::Pointer(log_pointer),
         };
         IndexRecord { user_key, seq, entry, log_pointer }
     }
@@ -140,6 +143,14 @@ pub trait LogLink: Send + Sync {
     fn segments(&self) -> Vec<SegmentInfo>;
     /// Reads and validates the whole record at `ptr`.
     fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord>;
+    /// Appends values a compaction moves, as one batch of moved records (not writes: replay
+    /// skips them); returns their pointers. Durable only after [`LogLink::sync`].
+    fn append_moved(&self, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>>;
+    /// Claims segments a compaction will read moved values from: returns those it may read
+    /// until [`LogLink::end_moves`] (GC deletes none of them meanwhile).
+    fn claim_for_moves(&self, ids: &[SegmentId]) -> Vec<SegmentId>;
+    /// Ends claims taken by [`LogLink::claim_for_moves`].
+    fn end_moves(&self, ids: &[SegmentId]);
 }
 
 impl LogLink for ValueLog {
@@ -154,6 +165,15 @@ impl LogLink for ValueLog {
     }
     fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord> {
         ValueLog::read_record(self, ptr)
+    }
+    fn append_moved(&self, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>> {
+        ValueLog::append_moved(self, records).map(|p| p.into_vec())
+    }
+    fn claim_for_moves(&self, ids: &[SegmentId]) -> Vec<SegmentId> {
+        ValueLog::claim_for_moves(self, ids)
+    }
+    fn end_moves(&self, ids: &[SegmentId]) {
+        ValueLog::end_moves(self, ids)
     }
 }
 
@@ -222,6 +242,12 @@ pub trait Index: Send + Sync {
     /// it cannot tell, and the caller looks the key up. GC's write-leader re-check uses it.
     fn unchanged_since(&self, _user_key: &[u8], _seq: SequenceNumber) -> bool {
         false
+    }
+    /// Whether the index's current state, and an older state a reader still holds, may point
+    /// into value-log segment `id` from their tables. Asked only of segments a compaction moved
+    /// values out of; an index that cannot tell says both may.
+    fn tables_pointing_into(&self, _id: SegmentId) -> TablesPointingInto {
+        TablesPointingInto { current: true, older: true }
     }
     /// A cursor over the entries a reader at `seq` may see (at least the newest version of each
     /// key at or below `seq`; an index may return more versions), pinning what it reads.

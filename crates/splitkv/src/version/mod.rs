@@ -42,7 +42,7 @@ use crate::types::{
 pub use builder::VersionBuilder;
 pub use catalog::Catalog;
 pub use edit::{EditDecodeError, GarbageSurvey, VersionEdit};
-pub use set::{VersionSet, DEFAULT_MAX_MANIFEST_SIZE};
+pub use set::{TablesPointingInto, VersionSet, DEFAULT_MAX_MANIFEST_SIZE};
 
 /// What the version layer knows about one SSTable.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -109,6 +109,16 @@ impl Counters {
     }
 }
 
+/// See [`VersionSet::tables_pointing_into`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TablesPointingInto {
+    /// A table of the current version does.
+    pub current: bool,
+    /// A table of an older version that a reader (a cursor, a point read, a running
+    /// compaction) still holds does.
+    pub older: bool,
+}
+
 /// The current version, the counters, and the MANIFEST that makes changes to them durable.
 pub struct VersionSet {
     fs: Arc<dyn FileSystem>,
@@ -384,6 +394,22 @@ impl VersionSet {
             None => false,
         });
         live
+    }
+
+    /// Whether a table of the current version, and of any older version a reader still holds,
+    /// points into value-log segment `id` (by the tables' `log_refs`).
+    pub fn tables_pointing_into(&mut self, id: SegmentId) -> TablesPointingInto {
+        let points_into = |v: &Version| v.all_files().any(|(_, f)| f.log_refs.iter().any(|&(s, _)| s == id));
+        let current = &self.current;
+        let mut older = false;
+        self.installed.retain(|weak| match weak.upgrade() {
+            Some(version) => {
+                older = older || (!Arc::ptr_eq(&version, current) && points_into(&version));
+                true
+            }
+            None => false,
+        });
+        TablesPointingInto { current: points_into(current), older }
     }
 
     /// Number of the MANIFEST that `CURRENT` names.

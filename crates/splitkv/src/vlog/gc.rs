@@ -124,6 +124,12 @@ pub trait GcHost: Send + Sync {
     /// one published has finished (reads registered as snapshots are not waited for: ask
     /// [`GcHost::no_reader_older_than`]). Called before records are freed.
     fn wait_out_point_reads(&self);
+    /// Begins the release of segment `id`, whose older readers are gone: false if it must wait
+    /// still (a compaction reads it, or a reader holds a tree from before values were moved
+    /// out of it); then it stays deferred and is asked again on a later run.
+    fn begin_release(&self, _id: SegmentId) -> bool {
+        true
+    }
     /// Records the segment's removal durably and deletes the file.
     fn release_segment(&self, id: SegmentId) -> Result<()>;
     /// File system and directory, for scanning and punching.
@@ -441,6 +447,9 @@ impl GarbageCollector {
         for work in ready {
             match &work {
                 Deferred::Release(id) => {
+                    if !host.begin_release(*id) {
+                        continue;
+                    }
                     host.release_segment(*id)?;
                     outcome.segments_released.push(*id);
                 }

@@ -30,6 +30,7 @@
 
 pub mod gc;
 pub mod live_map;
+mod moves;
 pub mod prefetch;
 mod record;
 mod replay;
@@ -50,6 +51,7 @@ pub use record::{
     RecordKind, RecordRef, FLAG_BATCH_END, FLAG_HAS_PREV, FORMAT_VERSION, MIN_FORMAT_VERSION, PREV_POINTER_LEN,
     RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
 };
+pub use moves::MoveClaims;
 pub use segment::{scan_segment, zeros_between, SegmentScan};
 
 use record::{check_record, decode_record_header, encode_record, header_bytes, prev_precedes, RecordHeader};
@@ -128,6 +130,8 @@ pub struct ValueLog {
     /// The segment last passed to [`ValueLog::note_referenced`], so that marking it again costs
     /// one atomic load instead of a lock.
     last_referenced: AtomicU64,
+    /// Which segments compactions are moving values out of, and which GC is releasing.
+    moves: MoveClaims,
     /// Opened with [`ValueLog::open_read_only`]: nothing is ever written, truncated or removed.
     read_only: bool,
 }
@@ -193,6 +197,7 @@ impl ValueLog {
             bytes_written: AtomicU64::new(0),
             unreferenced: Mutex::new(HashSet::new()),
             last_referenced: AtomicU64::new(0),
+            moves: MoveClaims::default(),
             read_only,
         })
     }
@@ -216,6 +221,13 @@ impl ValueLog {
     /// and a walk along it ends); here it is refused as an invalid argument before anything is
     /// written. A record's predecessor therefore cannot be another record of the same batch.
     pub fn append_batch(&self, records: &[RecordRef<'_>]) -> Result<SmallVec<[ValuePointer; 4]>> {
+        self.append(records, false)
+    }
+
+    /// [`ValueLog::append_batch`]; with `referenced`, the batch's segment is also noted as one
+    /// the index points into before the writer lock is released, so GC, which takes only
+    /// sealed segments, can never find it unreferenced with pointers into it on their way.
+    fn append(&self, records: &[RecordRef<'_>], referenced: bool) -> Result<SmallVec<[ValuePointer; 4]>> {
         self.check_writable()?;
         let mut guard = self.writer.lock();
         let w = &mut *guard;
@@ -256,11 +268,38 @@ impl ValueLog {
             pointers.push(ValuePointer { segment, offset, len });
             offset += u64::from(len);
         }
+        if referenced {
+            self.note_referenced(segment);
+        }
         if w.buffer.len() >= self.opts.buffer_size {
             let (buffer_size, written) = (self.opts.buffer_size, &self.bytes_written);
             w.poison_on_error(|w| w.flush_and_start_writeback(buffer_size, written))?;
         }
         Ok(pointers)
+    }
+
+    /// Appends values a compaction moves out of older segments, as one batch of
+    /// [`RecordKind::Moved`] records, and notes their segment as referenced (the compaction's
+    /// output will point into it). Durable only after [`ValueLog::sync`].
+    pub fn append_moved(&self, records: &[RecordRef<'_>]) -> Result<SmallVec<[ValuePointer; 4]>> {
+        debug_assert!(records.iter().all(|r| r.kind == RecordKind::Moved && r.prev.is_none()));
+        self.append(records, true)
+    }
+
+    /// Claims segments for a compaction that moves values out of them (see [`MoveClaims`]):
+    /// returns those claimed, which stay readable until [`ValueLog::end_moves`].
+    pub fn claim_for_moves(&self, ids: &[SegmentId]) -> Vec<SegmentId> {
+        self.moves.claim(ids, |id| self.segments.read().contains_key(&id))
+    }
+
+    /// Ends claims taken by [`ValueLog::claim_for_moves`].
+    pub fn end_moves(&self, ids: &[SegmentId]) {
+        self.moves.end(ids);
+    }
+
+    /// The claims of compactions that move values, for GC.
+    pub fn moves(&self) -> &MoveClaims {
+        &self.moves
     }
 
     /// Ensures an active segment with room for `batch_len` more bytes, rotating if needed.
@@ -483,9 +522,14 @@ impl ValueLog {
         if segment.is_active() {
             return Err(Error::InvalidArgument(format!("value-log segment {id} is being appended to")));
         }
+        // GC begins the release itself, and waits, while a compaction reads the segment.
+        if !self.moves.begin_release(id) {
+            return Err(Error::InvalidArgument(format!("value-log segment {id} is being read by a compaction")));
+        }
         self.fs.remove(&segment.path)?;
         self.segments.write().remove(&id);
         self.unreferenced.lock().remove(&id);
+        self.moves.forget(id);
         self.fs.sync_dir(&self.dir)
     }
 

@@ -12,6 +12,10 @@
 //! record. The LSM mode never sets it, and a record without it is byte-for-byte a version-1
 //! record. Which flags are legal depends on the segment's version, so record decoding takes it.
 //!
+//! Version 3 added the `Moved` record kind: a value a compaction copied out of an older segment
+//! (relocation through compaction). Its key and value are those of a put, but it is not a write:
+//! replay skips it, and only the table that the compaction wrote points at it.
+//!
 //! Everything here is pure encoding and validation on byte slices; it is thread-agnostic.
 
 // Decodes bytes read from disk: short or damaged input is an error, never a panic.
@@ -25,8 +29,9 @@ use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 /// Identifies a value-log segment file.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SPLKVLOG";
 /// Version of the segment and record layout written by this code.
-pub const FORMAT_VERSION: u32 = 2;
-/// Oldest segment layout this code reads: version 1 is version 2 without `FLAG_HAS_PREV`.
+pub const FORMAT_VERSION: u32 = 3;
+/// Oldest segment layout this code reads: version 1 is version 2 without `FLAG_HAS_PREV`, and
+/// version 2 is version 3 without `RecordKind::Moved`.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 /// Bytes of the segment header; the first record starts here.
 pub const SEGMENT_HEADER_LEN: u64 = 24;
@@ -64,15 +69,30 @@ pub enum RecordKind {
     Put = 1,
     /// Every key in `[key, value)` is deleted (a range delete: the value holds the end key).
     DeleteRange = 2,
+    /// A put's value that a compaction copied here from an older segment (format version 3).
+    /// Not a write: the sequence number is the moved version's own, replay skips the record,
+    /// and only the table the compaction wrote points at it.
+    Moved = 3,
 }
 
 impl RecordKind {
+    /// The kind's name as tools print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Delete => "delete",
+            RecordKind::Put => "put",
+            RecordKind::DeleteRange => "delete_range",
+            RecordKind::Moved => "moved",
+        }
+    }
+
     /// Decodes a kind byte.
     pub fn from_u8(byte: u8) -> Option<RecordKind> {
         match byte {
             0 => Some(RecordKind::Delete),
             1 => Some(RecordKind::Put),
             2 => Some(RecordKind::DeleteRange),
+            3 => Some(RecordKind::Moved),
             _ => None,
         }
     }
@@ -99,6 +119,11 @@ impl<'a> RecordRef<'a> {
     /// A put of `value` under `key`, with no predecessor.
     pub fn put(seq: SequenceNumber, key: &'a [u8], value: &'a [u8]) -> Self {
         RecordRef { seq, kind: RecordKind::Put, key, value, prev: None }
+    }
+
+    /// A value a compaction moves to the log head; `seq` is the moved version's.
+    pub fn moved(seq: SequenceNumber, key: &'a [u8], value: &'a [u8]) -> Self {
+        RecordRef { seq, kind: RecordKind::Moved, key, value, prev: None }
     }
 
     /// A deletion of `key`, with no predecessor.
@@ -249,6 +274,9 @@ pub(crate) fn decode_record_header(
         return Err("record header checksum mismatch");
     }
     let kind = RecordKind::from_u8(bytes[16]).ok_or("unknown record kind")?;
+    if kind == RecordKind::Moved && version < 3 {
+        return Err("moved record in a segment older than format version 3");
+    }
     let flags = bytes[17];
     if flags & !known_flags(version) != 0 {
         return Err(if flags & !known_flags(FORMAT_VERSION) == 0 {

@@ -647,7 +647,7 @@ fn prevs_survive_read_record_replay_and_scan() {
 }
 
 #[test]
-fn new_segments_are_written_as_format_version_2() {
+fn new_segments_are_written_as_format_version_3() {
     let dir = tempfile::tempdir().unwrap();
     let fs = os();
     let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1024)).unwrap();
@@ -655,8 +655,8 @@ fn new_segments_are_written_as_format_version_2() {
     log.sync().unwrap();
     let path = segment_file(dir.path(), SegmentId(1));
     let bytes = fs.read_all(&path).unwrap();
-    assert_eq!(bytes[8..12], 2u32.to_le_bytes());
-    assert_eq!(scan_segment(fs.as_ref(), &path, &[]).unwrap().format_version(), 2);
+    assert_eq!(bytes[8..12], 3u32.to_le_bytes());
+    assert_eq!(scan_segment(fs.as_ref(), &path, &[]).unwrap().format_version(), 3);
 }
 
 #[test]

@@ -70,7 +70,7 @@ pub(super) fn scan_victim(
     let mut scan = VictimScan::default();
     let mut records = scan_segment(fs, path, skipped)?;
     let is_live = |kind, key: &[u8], pointer: &ValuePointer| -> Result<bool> {
-        Ok(kind == RecordKind::Put && host.is_current(key, pointer)?)
+        Ok(matches!(kind, RecordKind::Put | RecordKind::Moved) && host.is_current(key, pointer)?)
     };
     while let Some(item) = records.next_kept(is_live) {
         let (offset, len, live) = item?;

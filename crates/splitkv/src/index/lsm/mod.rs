@@ -57,7 +57,7 @@ use crate::snapshot::SnapshotList;
 use crate::sstable::{BlockCache, IndexLearning, TableCache, TableOptions};
 use crate::stats::{Counters, IndexBlockStats, LevelStats, RangeSize, Stats};
 use crate::types::{FileNumber, SegmentId, SequenceNumber, ValueKind, ValuePointer};
-use crate::version::{Catalog, Version};
+use crate::version::{Catalog, TablesPointingInto, Version};
 
 /// What a reader needs to see one consistent state of the tree.
 pub struct SuperVersion {
@@ -449,6 +449,10 @@ impl Index for LsmIndex {
     fn applies_durably(&self) -> bool {
         // Memtables are rebuilt from the log; a flush syncs the log before its table exists.
         false
+    }
+
+    fn tables_pointing_into(&self, id: SegmentId) -> TablesPointingInto {
+        self.shared.catalog.lock().tables_pointing_into(id)
     }
 
     fn unchanged_since(&self, user_key: &[u8], seq: SequenceNumber) -> bool {

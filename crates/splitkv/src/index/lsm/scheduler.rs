@@ -13,6 +13,7 @@
 //! compaction then publishes nothing (its outputs hold only what the delete hid or what the
 //! surviving inputs still hold) and its outputs are deleted as obsolete.
 
+use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use tracing::Level;
 
 use super::{Shared, State};
-use crate::compaction::exec::{self, CompactionContext};
+use crate::compaction::exec::{self, CompactionContext, ValueMoves};
 use crate::compaction::picker::{self, Compaction, PickSettings};
 use crate::compaction::{
     CompactionEvent, CompactionPolicy, FinishedCompaction, PickReason, SchedulerState, ScorePolicy, TimeSliceConfig,
@@ -30,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::info_log::{log_event, ListDisplay};
 use crate::options::{CompactionPolicyKind, Options};
 use crate::stats::Counters;
+use crate::types::SegmentId;
 use crate::version::{FileMetaData, VersionEdit, VersionSet};
 
 /// True if every file `edit` deletes is still where the edit says: no range delete dropped an
@@ -223,6 +225,11 @@ impl Shared {
 
         let snapshots = self.snapshots.all();
         let started_from = self.catalog.lock().current();
+        // Claimed before the merge reads a value, ended once the outputs are published (or the
+        // compaction failed): GC deletes none of these segments meanwhile.
+        let move_from: HashSet<SegmentId> =
+            self.log.claim_for_moves(&self.segments_to_move_from(&compaction)).into_iter().collect();
+        let end_moves = || self.log.end_moves(&move_from.iter().copied().collect::<Vec<_>>());
         let mut allocated = Vec::new();
         let result = {
             let mut new_file_number = || self.new_output_number(&mut allocated);
@@ -247,11 +254,16 @@ impl Shared {
                     range_fragments: Arc::clone(started_from.range_fragments()),
                     range_clean_below: started_from.newest_range_delete(),
                     partition_splits: started_from.partition_splits(),
+                    moves: (!move_from.is_empty()).then_some(ValueMoves { log: self.log.as_ref(), from: &move_from }),
                 },
             )
         };
         let outcome = result.and_then(|res| {
             self.fs.sync_dir(&self.dir)?;
+            // The moved values must be durable before a table that points at them is recorded.
+            if res.moved_values > 0 {
+                self.log.sync()?;
+            }
             Ok(res)
         });
         // Release the input version so its files can be judged obsolete below.
@@ -265,6 +277,7 @@ impl Shared {
         let res = match outcome {
             Ok(res) => res,
             Err(e) => {
+                end_moves();
                 release_outputs(&mut self.state.lock());
                 self.delete_obsolete_files();
                 return Err(e);
@@ -285,8 +298,14 @@ impl Shared {
         });
         let mut state = self.state.lock();
         release_outputs(&mut state);
+        if recorded.is_ok() {
+            self.install_super_version(&state);
+        }
+        // Held until readers take the new version, so GC does not copy what was just moved.
+        end_moves();
         recorded?;
-        self.install_super_version(&state);
+        Counters::add(&self.counters.compaction_values_moved, res.moved_values);
+        Counters::add(&self.counters.compaction_value_bytes_moved, res.moved_bytes);
         Counters::add(&self.counters.compactions, 1);
         Counters::add(&self.counters.compaction_bytes_read, res.bytes_read);
         Counters::add(&self.counters.compaction_bytes_written, res.bytes_written);
@@ -294,6 +313,34 @@ impl Shared {
         drop(state);
         self.delete_obsolete_files();
         Ok(summary)
+    }
+
+    /// The segments whose values the compaction should move (`Options::gc_in_compaction`): those
+    /// its inputs point into that lie wholly before the recovery log head (so every pointer
+    /// into them is in a table, and emptying them is possible) and whose known garbage passed
+    /// `gc_garbage_ratio`, the point at which GC would clean them by copying.
+    fn segments_to_move_from(&self, compaction: &Compaction) -> Vec<SegmentId> {
+        if !self.options.gc_in_compaction {
+            return Vec::new();
+        }
+        let referenced: BTreeSet<SegmentId> =
+            compaction.inputs.iter().flatten().flat_map(|f| f.log_refs.iter().map(|&(id, _)| id)).collect();
+        if referenced.is_empty() {
+            return Vec::new();
+        }
+        let (head, recorded) = self.catalog.log_segments();
+        let sizes = self.log.segments();
+        referenced
+            .into_iter()
+            .filter(|id| *id < head.segment)
+            .filter(|id| {
+                let (Some(meta), Some(size)) = (recorded.get(id), sizes.iter().find(|s| s.id == *id)) else {
+                    return false;
+                };
+                let garbage = meta.garbage_bytes.saturating_sub(meta.skipped_bytes());
+                garbage as f64 >= self.options.gc_garbage_ratio * size.len.max(1) as f64
+            })
+            .collect()
     }
 
     /// Compacts the key range `[begin, end]` down through every level, excluding background
