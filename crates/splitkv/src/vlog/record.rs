@@ -540,19 +540,32 @@ mod tests {
     #[test]
     fn segment_header_checks_magic_version_and_id() {
         let header = encode_segment_header(SegmentId(9));
-        let v2 = SegmentHeader { id: SegmentId(9), version: FORMAT_VERSION };
-        assert_eq!(FORMAT_VERSION, 2);
-        assert_eq!(check_segment_header(&header, Some(SegmentId(9))), Ok(v2));
+        let v3 = SegmentHeader { id: SegmentId(9), version: FORMAT_VERSION };
+        assert_eq!(FORMAT_VERSION, 3);
+        assert_eq!(check_segment_header(&header, Some(SegmentId(9))), Ok(v3));
         assert!(check_segment_header(&header, Some(SegmentId(8))).is_err());
         let mut bad = header;
         bad[3] ^= 1;
         assert!(check_segment_header(&bad, None).is_err());
-        // Version 1 is still read; versions this build does not know are refused.
-        let v1 = encode_segment_header_version(SegmentId(9), 1);
-        assert_eq!(check_segment_header(&v1, None), Ok(SegmentHeader { id: SegmentId(9), version: 1 }));
-        for version in [0, 3, u32::MAX] {
+        // Versions 1 and 2 are still read; versions this build does not know are refused.
+        for version in [1, 2] {
+            let old = encode_segment_header_version(SegmentId(9), version);
+            assert_eq!(check_segment_header(&old, None), Ok(SegmentHeader { id: SegmentId(9), version }));
+        }
+        for version in [0, 4, u32::MAX] {
             let other = encode_segment_header_version(SegmentId(9), version);
             assert!(check_segment_header(&other, None).is_err(), "version {version}");
+        }
+    }
+
+    #[test]
+    fn a_moved_record_is_legal_only_in_a_version_3_segment() {
+        let bytes = encode(&RecordRef::moved(SequenceNumber(7), b"key", b"value"), true);
+        let header = decode_record_header(header_bytes(&bytes).unwrap(), FORMAT_VERSION).unwrap();
+        assert_eq!((header.kind, header.seq), (RecordKind::Moved, SequenceNumber(7)));
+        for version in [1, 2] {
+            let refused = decode_record_header(header_bytes(&bytes).unwrap(), version);
+            assert!(refused.is_err_and(|reason| reason.contains("version 3")), "version {version}");
         }
     }
 
