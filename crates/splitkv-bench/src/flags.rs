@@ -131,6 +131,8 @@ pub struct Flags {
     pub partitions: usize,
     /// splitkv: value-log GC policy (`oldest`, `greedy` or `costbenefit`; checked when parsed).
     pub gc_policy: Option<String>,
+    /// `--gc_in_compaction`: compactions move values out of segments past the garbage ratio.
+    pub gc_in_compaction: Option<bool>,
     /// splitkv: garbage fraction at which background GC cleans a segment.
     pub gc_threshold: Option<f64>,
     /// splitkv: share of the space budget, or of the garbage the amplification limit allows,
@@ -248,6 +250,7 @@ impl Default for Flags {
             delete_ranges: 100,
             partitions: 1,
             gc_policy: None,
+            gc_in_compaction: None,
             gc_threshold: None,
             gc_space_trigger: None,
             space_budget: None,
@@ -379,6 +382,7 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --gc_space_trigger=F (share of the budget or allowed garbage where GC starts; 0.8) (splitkv)
   --space_amplification=F|none (value-log space limit over live bytes; default 1.3)
   --gc_punch_holes=BOOL  --gc_logical_space_factor=F  --gc_rate_limit=N          (splitkv)
+  --gc_in_compaction=BOOL (compactions move values out of segments past the garbage ratio) (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
   --ycsb_field_count=N (10)  --ycsb_field_length=N (100)
@@ -579,6 +583,7 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
         }
         "background_gc" => flags.background_gc = Some(boolean()?),
         "gc_punch_holes" => flags.gc_punch_holes = Some(boolean()?),
+        "gc_in_compaction" => flags.gc_in_compaction = Some(boolean()?),
         "gc_logical_space_factor" => {
             flags.gc_logical_space_factor =
                 Some(text()?.parse::<f64>().ok().filter(|f| *f >= 1.0).ok_or_else(|| bad("a factor of at least 1"))?)

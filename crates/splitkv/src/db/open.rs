@@ -171,6 +171,14 @@ impl Db {
         write_options_file(fs.as_ref(), &dir, &options)?;
         let background_gc = options.background_gc;
         let inner = recovered.into_inner(options, dir, gc, Some(lock));
+        if inner.gc.moves_in_compaction() {
+            // Compactions ask GC which segments to empty (relocation through compaction).
+            let db = Arc::downgrade(&inner);
+            inner.vlog.moves().set_planner(Arc::new(move |among| {
+                let Some(db) = db.upgrade() else { return Vec::new() };
+                db.gc.plan_moves(db.as_ref(), among).unwrap_or_default()
+            }));
+        }
         // `shards` 0 and 1 both mean no shards: every write takes the group-commit path.
         let front = match inner.options.index {
             IndexKind::Hash { shards, .. } if shards >= 2 => Some(ShardFront::start(&inner, shards)?),
@@ -359,6 +367,7 @@ pub(super) fn new_collector(options: &Options) -> GarbageCollector {
             punch_holes: options.gc_punch_holes,
             logical_space_factor: options.gc_logical_space_factor,
             rewrite_order: options.gc_rewrite_order,
+            moves_in_compaction: options.gc_in_compaction && options.index == IndexKind::Lsm,
         },
         options.segment_size,
     )

@@ -151,6 +151,8 @@ pub trait LogLink: Send + Sync {
     fn claim_for_moves(&self, ids: &[SegmentId]) -> Vec<SegmentId>;
     /// Ends claims taken by [`LogLink::claim_for_moves`].
     fn end_moves(&self, ids: &[SegmentId]);
+    /// Of `ids`, the segments GC wants compactions to empty by moving their values.
+    fn wanted_moves(&self, ids: &mut dyn Iterator<Item = SegmentId>) -> Vec<SegmentId>;
 }
 
 impl LogLink for ValueLog {
@@ -174,6 +176,9 @@ impl LogLink for ValueLog {
     }
     fn end_moves(&self, ids: &[SegmentId]) {
         ValueLog::end_moves(self, ids)
+    }
+    fn wanted_moves(&self, ids: &mut dyn Iterator<Item = SegmentId>) -> Vec<SegmentId> {
+        ValueLog::wanted_moves(self, ids)
     }
 }
 

@@ -132,6 +132,7 @@ pub trait GcHost: Send + Sync {
     }
     /// Records the segment's removal durably and deletes the file.
     fn release_segment(&self, id: SegmentId) -> Result<()>;
+
     /// File system and directory, for scanning and punching.
     fn files(&self) -> (&dyn FileSystem, &Path);
     /// Told after every run that cleaned, punched or released something, with what it did and
@@ -160,6 +161,9 @@ pub struct GcSettings {
     pub logical_space_factor: f64,
     /// Order in which a victim's survivors are rewritten at the head.
     pub rewrite_order: GcRewriteOrder,
+    /// Compactions move values out of the segments GC plans to clean
+    /// ([`GarbageCollector::plan_moves`]); GC copies only while writers wait.
+    pub moves_in_compaction: bool,
 }
 
 /// Which space limit the value log is over.
@@ -308,6 +312,11 @@ impl GarbageCollector {
         self.state.lock().totals.bytes_relocated += bytes;
     }
 
+    /// True if compactions move values out of the segments GC plans to clean.
+    pub fn moves_in_compaction(&self) -> bool {
+        self.settings.moves_in_compaction
+    }
+
     /// Cumulative counters.
     pub fn totals(&self) -> GcTotals {
         self.state.lock().totals.clone()
@@ -398,39 +407,95 @@ impl GarbageCollector {
                 .is_some_and(|a| used >= (1.0 + trigger * (a - 1.0)).min(a) * self.live_floor(host))
     }
 
-    fn pick(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<Option<SegmentStats>> {
+    /// The segments a run may take (among `among`, if given): eligible, with no deferred work,
+    /// their garbage net of what punching already freed.
+    fn candidates(&self, host: &dyn GcHost, among: Option<&[SegmentId]>) -> Result<Vec<SegmentStats>> {
         let mut segments = host.eligible_segments()?;
         if let Some(ids) = among {
             segments.retain(|s| ids.contains(&s.id));
         }
-        let effective = {
-            let state = self.state.lock();
-            // Segments with deferred work are not picked again until it is done.
-            segments.retain(|s| {
-                !state.deferred.iter().any(|(work, _)| match work {
-                    Deferred::Release(id) | Deferred::Punch(id, _) => *id == s.id,
-                })
-            });
-            for s in &mut segments {
-                if let Some(&at) = state.punched_at.get(&s.id) {
-                    s.garbage_bytes = s.garbage_bytes.saturating_sub(at);
-                }
+        let state = self.state.lock();
+        // Segments with deferred work are not picked again until it is done.
+        segments.retain(|s| {
+            !state.deferred.iter().any(|(work, _)| match work {
+                Deferred::Release(id) | Deferred::Punch(id, _) => *id == s.id,
+            })
+        });
+        for s in &mut segments {
+            if let Some(&at) = state.punched_at.get(&s.id) {
+                s.garbage_bytes = s.garbage_bytes.saturating_sub(at);
             }
-            state.effective
-        };
+        }
+        Ok(segments)
+    }
+
+    fn pick(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<Option<SegmentStats>> {
+        let mut segments = self.candidates(host, among)?;
+        let effective = self.state.lock().effective;
+        if self.settings.moves_in_compaction && !force {
+            // Compactions empty what GC would copy; GC releases what they emptied (and what
+            // nothing ever pointed into), and copies only while writers wait.
+            if !self.over_space_trigger(host) {
+                segments.retain(|s| !host.may_be_referenced(s.id));
+                return Ok(self.policy_pick(segments));
+            }
+        }
         let over_budget = self.over_space_trigger(host);
         let oldest = segments.iter().min_by_key(|s| s.id).copied();
         if !force && !over_budget {
             segments.retain(|s| s.garbage_bytes as f64 >= self.settings.garbage_ratio * s.size.max(1) as f64);
         }
-        let active = SegmentId(u64::MAX);
-        let victim = self.policy.pick(&segments, active).and_then(|id| segments.into_iter().find(|s| s.id == id));
+        let victim = self.policy_pick(segments);
         // Over budget with no garbage known, clean the log's tail as WiscKey does (its validity
         // check finds the garbage), but only while runs free space: on a log of live data that
         // would copy the same bytes around forever. A forced run (`run_gc`, which surveys the
         // garbage first) never takes this fallback.
         let tail_fallback = over_budget && !force && effective;
         Ok(victim.or(if tail_fallback { oldest } else { None }))
+    }
+
+    /// The policy's choice among `segments`.
+    fn policy_pick(&self, segments: Vec<SegmentStats>) -> Option<SegmentStats> {
+        let active = SegmentId(u64::MAX);
+        self.policy.pick(&segments, active).and_then(|id| segments.into_iter().find(|s| s.id == id))
+    }
+
+    /// The segments compactions should empty next, when they move values
+    /// ([`GcSettings::moves_in_compaction`]), among `among`. Under a space limit: while the log
+    /// is over the point where GC starts, enough segments, most garbage first, to bring it back
+    /// there (what GC itself would clean next). With no limit: those past the garbage ratio.
+    /// Segments nothing points into are GC's to release, never planned.
+    pub fn plan_moves(&self, host: &dyn GcHost, among: &mut dyn Iterator<Item = SegmentId>) -> Result<Vec<SegmentId>> {
+        let segments = self.candidates(host, None)?;
+        let live = self.live_floor(host);
+        let trigger = self.settings.space_trigger;
+        let start = [
+            self.settings.space_amplification.map(|a| (1.0 + trigger * (a - 1.0)).min(a) * live),
+            self.settings.space_budget.map(|b| trigger * b as f64),
+        ]
+        .into_iter()
+        .flatten()
+        .reduce(f64::min);
+        let mut candidates: Vec<&SegmentStats> =
+            segments.iter().filter(|s| s.garbage_bytes > 0 && host.may_be_referenced(s.id)).collect();
+        let share = |s: &SegmentStats| s.garbage_bytes as f64 / s.size.max(1) as f64;
+        candidates.sort_by(|a, b| share(b).total_cmp(&share(a)));
+        let plan: Vec<SegmentId> = match start {
+            Some(start) => {
+                let mut excess = host.log_bytes() as f64 - start;
+                candidates
+                    .into_iter()
+                    .take_while(|s| {
+                        let take = excess > 0.0;
+                        excess -= s.garbage_bytes as f64;
+                        take
+                    })
+                    .map(|s| s.id)
+                    .collect()
+            }
+            None => candidates.into_iter().filter(|s| share(s) >= self.settings.garbage_ratio).map(|s| s.id).collect(),
+        };
+        Ok(among.filter(|id| plan.contains(id)).collect())
     }
 
     /// Does deferred work whose older readers are gone.

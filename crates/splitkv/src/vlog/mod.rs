@@ -51,7 +51,7 @@ pub use record::{
     RecordKind, RecordRef, FLAG_BATCH_END, FLAG_HAS_PREV, FORMAT_VERSION, MIN_FORMAT_VERSION, PREV_POINTER_LEN,
     RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
 };
-pub use moves::MoveClaims;
+pub use moves::{MoveClaims, MovePlanner};
 pub use segment::{scan_segment, zeros_between, SegmentScan};
 
 use record::{check_record, decode_record_header, encode_record, header_bytes, prev_precedes, RecordHeader};
@@ -295,6 +295,11 @@ impl ValueLog {
     /// Ends claims taken by [`ValueLog::claim_for_moves`].
     pub fn end_moves(&self, ids: &[SegmentId]) {
         self.moves.end(ids);
+    }
+
+    /// Of `ids`, the segments GC wants compactions to empty ([`MoveClaims::wanted_among`]).
+    pub fn wanted_moves(&self, ids: &mut dyn Iterator<Item = SegmentId>) -> Vec<SegmentId> {
+        self.moves.wanted_among(ids)
     }
 
     /// The claims of compactions that move values, for GC.

@@ -1,5 +1,6 @@
 //! Who may read and who may delete a segment while compactions move values out of it
-//! (relocation through compaction, `Options::gc_in_compaction`).
+//! (relocation through compaction, `Options::gc_in_compaction`), and which segments GC wants
+//! them to empty.
 //!
 //! A compaction that moves values reads their records from the segments it *claims*; GC must
 //! not delete a claimed segment under it. GC in turn announces a release before it deletes a
@@ -15,8 +16,9 @@
 //! Thread-safety: everything takes the one internal mutex briefly; nothing blocks.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::types::SegmentId;
 
@@ -30,10 +32,16 @@ struct State {
     moved_out: HashSet<SegmentId>,
 }
 
+/// Answers which of the given segments compactions should empty (GC's plan).
+pub type MovePlanner = Arc<dyn Fn(&mut dyn Iterator<Item = SegmentId>) -> Vec<SegmentId> + Send + Sync>;
+
 /// The claims of compactions that move values, and the releases of GC, on segments.
 #[derive(Default)]
 pub struct MoveClaims {
     state: Mutex<State>,
+    /// Set once the database is open; asked without holding `state` (it asks GC, which asks
+    /// back here).
+    planner: RwLock<Option<MovePlanner>>,
 }
 
 impl MoveClaims {
@@ -83,6 +91,17 @@ impl MoveClaims {
         }
         state.releasing.insert(id);
         true
+    }
+
+    /// Sets what [`MoveClaims::wanted_among`] asks.
+    pub fn set_planner(&self, planner: MovePlanner) {
+        *self.planner.write() = Some(planner);
+    }
+
+    /// Of `ids`, those GC wants compactions to empty now (none before a planner is set).
+    pub fn wanted_among(&self, ids: &mut dyn Iterator<Item = SegmentId>) -> Vec<SegmentId> {
+        let planner = self.planner.read().clone();
+        planner.map_or_else(Vec::new, |plan| plan(ids))
     }
 
     /// Forgets a segment that is gone (no longer live for [`MoveClaims::claim`]'s `is_live`).

@@ -315,32 +315,15 @@ impl Shared {
         Ok(summary)
     }
 
-    /// The segments whose values the compaction should move (`Options::gc_in_compaction`): those
-    /// its inputs point into that lie wholly before the recovery log head (so every pointer
-    /// into them is in a table, and emptying them is possible) and whose known garbage passed
-    /// `gc_garbage_ratio`, the point at which GC would clean them by copying.
+    /// The segments whose values the compaction should move (`Options::gc_in_compaction`): of
+    /// those its inputs point into, the ones GC wants emptied (`GarbageCollector`'s plan).
     fn segments_to_move_from(&self, compaction: &Compaction) -> Vec<SegmentId> {
         if !self.options.gc_in_compaction {
             return Vec::new();
         }
         let referenced: BTreeSet<SegmentId> =
             compaction.inputs.iter().flatten().flat_map(|f| f.log_refs.iter().map(|&(id, _)| id)).collect();
-        if referenced.is_empty() {
-            return Vec::new();
-        }
-        let (head, recorded) = self.catalog.log_segments();
-        let sizes = self.log.segments();
-        referenced
-            .into_iter()
-            .filter(|id| *id < head.segment)
-            .filter(|id| {
-                let (Some(meta), Some(size)) = (recorded.get(id), sizes.iter().find(|s| s.id == *id)) else {
-                    return false;
-                };
-                let garbage = meta.garbage_bytes.saturating_sub(meta.skipped_bytes());
-                garbage as f64 >= self.options.gc_garbage_ratio * size.len.max(1) as f64
-            })
-            .collect()
+        self.log.wanted_moves(&mut referenced.into_iter())
     }
 
     /// Compacts the key range `[begin, end]` down through every level, excluding background
