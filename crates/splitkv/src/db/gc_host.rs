@@ -444,7 +444,7 @@ impl GcHost for DbInner {
                 return Ok(false);
             }
             // A move out of the segment is not a write, so the filters would not see it.
-            let moved_out = self.vlog.moves().was_moved_out(ptr.segment);
+            let moved_out = self.gc.moves_in_compaction() && self.vlog.moves().was_moved_out(ptr.segment);
             map.is_some_and(|map| !moved_out && map.was_current(ptr.offset)).then_some(survey.current_at)
         };
         // What it found current stays so until its key is written again: a few filter probes

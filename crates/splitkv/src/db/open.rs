@@ -291,9 +291,8 @@ impl Recovered {
             // and their sequence numbers are the moved versions' own, older than the log around
             // them.
             let writes = batch.iter().filter(|r| r.kind != RecordKind::Moved);
-            let records: Vec<IndexRecord<'_>> = writes
-                .map(|r| IndexRecord::from_log(&r.key, r.seq, r.kind, &r.value, r.pointer, threshold))
-                .collect();
+            let records: Vec<IndexRecord<'_>> =
+                writes.map(|r| IndexRecord::from_log(&r.key, r.seq, r.kind, &r.value, r.pointer, threshold)).collect();
             index.apply(&records);
             if let Some(last) = records.last() {
                 last_sequence.fetch_max(last.seq.0, Ordering::Release);

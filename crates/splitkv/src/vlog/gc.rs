@@ -433,8 +433,9 @@ impl GarbageCollector {
         let mut segments = self.candidates(host, among)?;
         let effective = self.state.lock().effective;
         if self.settings.moves_in_compaction && !force {
-            // Compactions empty what GC would copy; GC releases what they emptied (and what
-            // nothing ever pointed into), and copies only while writers wait.
+            // Below its trigger GC leaves cleaning to compactions (they move what it would
+            // copy) and only releases what they emptied and what nothing ever pointed into;
+            // above it, it copies as usual.
             if !self.over_space_trigger(host) {
                 segments.retain(|s| !host.may_be_referenced(s.id));
                 return Ok(self.policy_pick(segments));
@@ -467,6 +468,14 @@ impl GarbageCollector {
     /// Segments nothing points into are GC's to release, never planned.
     pub fn plan_moves(&self, host: &dyn GcHost, among: &mut dyn Iterator<Item = SegmentId>) -> Result<Vec<SegmentId>> {
         let segments = self.candidates(host, None)?;
+        // Space GC is about to free without any move: segments waiting for their release, and
+        // segments nothing points into any more (emptied by earlier moves), which it releases
+        // unread. Counted as gone, or the next plan would move more to free the same space.
+        let pending: u64 = {
+            let waiting = self.pending_releases();
+            let eligible = host.eligible_segments()?;
+            eligible.iter().filter(|s| waiting.contains(&s.id) || !host.may_be_referenced(s.id)).map(|s| s.size).sum()
+        };
         let live = self.live_floor(host);
         let trigger = self.settings.space_trigger;
         let start = [
@@ -482,7 +491,7 @@ impl GarbageCollector {
         candidates.sort_by(|a, b| share(b).total_cmp(&share(a)));
         let plan: Vec<SegmentId> = match start {
             Some(start) => {
-                let mut excess = host.log_bytes() as f64 - start;
+                let mut excess = host.log_bytes().saturating_sub(pending) as f64 - start;
                 candidates
                     .into_iter()
                     .take_while(|s| {
@@ -872,6 +881,7 @@ mod tests {
             punch_holes: false,
             logical_space_factor: 1.0,
             rewrite_order: GcRewriteOrder::Segment,
+            moves_in_compaction: false,
         };
         let gc = GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000);
         let inline_only = (stats(1, 1000), false);
@@ -890,6 +900,45 @@ mod tests {
     }
 
     #[test]
+    fn moves_are_planned_most_garbage_first_down_to_where_gc_starts() {
+        // Limit 1.3x over 10,000 live bytes: GC starts at 12,400. The log holds 14,000, of which
+        // segment 1 (1,000 bytes) is about to be released unread: 600 bytes to free by moves.
+        let settings = GcSettings {
+            garbage_ratio: 0.3,
+            space_budget: None,
+            space_amplification: Some(1.3),
+            space_trigger: 0.8,
+            punch_holes: false,
+            logical_space_factor: 1.0,
+            rewrite_order: GcRewriteOrder::Segment,
+            moves_in_compaction: true,
+        };
+        let gc = GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000);
+        let host = FixedHost {
+            segments: Mutex::new(vec![
+                (stats(1, 1000), false),
+                (stats(2, 100), true),
+                (stats(3, 400), true),
+                (stats(4, 300), true),
+                (stats(5, 0), true),
+            ]),
+            log_bytes: 14_000,
+            live_bytes: 10_000,
+            fs: MemFileSystem::new(),
+        };
+        let plan = |among: &[u64]| gc.plan_moves(&host, &mut among.iter().map(|&id| SegmentId(id))).expect("plan");
+        assert_eq!(plan(&[1, 2, 3, 4, 5]), vec![SegmentId(3), SegmentId(4)]);
+        assert_eq!(plan(&[2, 4]), vec![SegmentId(4)], "only what the compaction's inputs point into");
+        // Below the point where GC starts, nothing is moved.
+        let calm = FixedHost { log_bytes: 12_300, ..host };
+        assert!(gc.plan_moves(&calm, &mut [3, 4].map(SegmentId).into_iter()).expect("plan").is_empty());
+        // Below it, GC releases what nothing points into and leaves the rest to compactions.
+        let outcome = gc.run_once(&calm, false).expect("run");
+        assert_eq!(outcome.segments_released, vec![SegmentId(1)]);
+        assert_eq!(gc.run_once(&calm, false).expect("run").victim, None);
+    }
+
+    #[test]
     fn the_amplification_trigger_is_a_share_of_the_garbage_the_limit_allows() {
         // Limit 1.3x, trigger 0.8: GC hurries from 1 + 0.8 x 0.3 = 1.24x the live bytes on (at
         // 0.8 x 1.3 = 1.04x it cleaned segments that still held little garbage); a byte budget's
@@ -902,6 +951,7 @@ mod tests {
             punch_holes: false,
             logical_space_factor: 1.0,
             rewrite_order: GcRewriteOrder::Segment,
+            moves_in_compaction: false,
         };
         let host = |log_bytes| FixedHost {
             segments: Mutex::new(Vec::new()),

@@ -47,11 +47,11 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
+pub use moves::{MoveClaims, MovePlanner};
 pub use record::{
     RecordKind, RecordRef, FLAG_BATCH_END, FLAG_HAS_PREV, FORMAT_VERSION, MIN_FORMAT_VERSION, PREV_POINTER_LEN,
     RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
 };
-pub use moves::{MoveClaims, MovePlanner};
 pub use segment::{scan_segment, zeros_between, SegmentScan};
 
 use record::{check_record, decode_record_header, encode_record, header_bytes, prev_precedes, RecordHeader};

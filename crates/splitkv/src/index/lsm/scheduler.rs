@@ -154,6 +154,9 @@ impl Shared {
             outputs = %ListDisplay(&summary.outputs),
             output_bytes = event.output_bytes,
             trivial_move = event.trivial_move,
+            moved_from_segments = %ListDisplay(&summary.moved_from),
+            moved_values = summary.moved_values,
+            moved_bytes = summary.moved_bytes,
             micros = event.duration_micros,
             "compaction finished"
         );
@@ -284,6 +287,9 @@ impl Shared {
             }
         };
         summary.output_files = res.outputs.len();
+        summary.moved_from = move_from.iter().map(|id| id.0).collect();
+        summary.moved_from.sort_unstable();
+        (summary.moved_values, summary.moved_bytes) = (res.moved_values, res.moved_bytes);
         summary.outputs = res.outputs.iter().map(|meta| meta.number.0).collect();
         summary.output_bytes = res.bytes_written;
         edit.new_files.extend(res.outputs.into_iter().map(|meta| (level + 1, meta)));
@@ -384,6 +390,11 @@ pub(super) struct CompactionSummary {
     inputs: [Vec<u64>; 2],
     /// Output table numbers (the moved table for a trivial move).
     outputs: Vec<u64>,
+    /// Value-log segments values were moved out of (`Options::gc_in_compaction`).
+    moved_from: Vec<u64>,
+    /// Values moved, and their record bytes.
+    moved_values: u64,
+    moved_bytes: u64,
 }
 
 impl CompactionSummary {
