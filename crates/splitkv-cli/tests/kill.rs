@@ -156,6 +156,10 @@ enum Mode {
     /// every key or over a random range), with `run_gc` now and then; GC sorts each victim's
     /// survivors by key (`gc_rewrite_order`). LSM only: the hash index keeps no key order.
     KeyOrderRewrite,
+    /// Compactions move values out of the segments GC plans to clean (`gc_in_compaction`);
+    /// the GC thread alternates full compactions, which move values, with `run_gc`, which
+    /// releases the segments they emptied. LSM only: the hash index has no compactions.
+    CompactionMoves,
 }
 
 impl Mode {
@@ -168,6 +172,7 @@ impl Mode {
             Mode::PunchHoles => "punch-holes",
             Mode::SpaceBudget => "space-budget",
             Mode::KeyOrderRewrite => "key-order-rewrite",
+            Mode::CompactionMoves => "compaction-moves",
         }
     }
 
@@ -193,6 +198,7 @@ impl Mode {
             Mode::PunchHoles => Options { gc_punch_holes: true, ..small },
             Mode::SpaceBudget => Options { gc_space_budget: Some(4 << 20), gc_punch_holes: true, ..small },
             Mode::KeyOrderRewrite => Options { gc_rewrite_order: GcRewriteOrder::Key, ..small },
+            Mode::CompactionMoves => Options { gc_in_compaction: true, ..small },
         }
     }
 }
@@ -215,7 +221,7 @@ struct Case {
 }
 
 impl Case {
-    const ALL: [Case; 13] = [
+    const ALL: [Case; 14] = [
         Case::lsm(Mode::NoGc),
         Case::lsm(Mode::Copy),
         Case::lsm(Mode::CopyAllSeparated),
@@ -223,6 +229,7 @@ impl Case {
         Case::lsm(Mode::PunchHoles),
         Case::lsm(Mode::SpaceBudget),
         Case::lsm(Mode::KeyOrderRewrite),
+        Case::lsm(Mode::CompactionMoves),
         Case::hash(Mode::NoGc),
         Case::hash(Mode::Copy),
         Case::hash(Mode::PunchHoles),
@@ -312,6 +319,11 @@ fn kill_during_space_budget_gc() {
 #[test]
 fn kill_during_key_order_rewrite() {
     run_case(Case::lsm(Mode::KeyOrderRewrite));
+}
+
+#[test]
+fn kill_during_compaction_moves() {
+    run_case(Case::lsm(Mode::CompactionMoves));
 }
 
 #[test]
@@ -627,6 +639,10 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
                         gc_db.rewrite_value_log(Some(&key(from)), Some(&key(to))).map(drop)
                     }
                     _ => gc_db.rewrite_value_log(None, None).map(drop),
+                },
+                Mode::CompactionMoves => match gc_rng.gen_range(0..2) {
+                    0 => gc_db.compact_range(None, None),
+                    _ => gc_db.run_gc().map(drop),
                 },
                 _ => gc_db.run_gc().map(drop),
             };

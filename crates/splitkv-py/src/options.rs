@@ -53,6 +53,7 @@ pub const OPTION_NAMES: &[&str] = &[
     "gc_punch_holes",
     "gc_logical_space_factor",
     "gc_rate_limit",
+    "gc_in_compaction",
     "index",
     "hash_capacity",
     "hash_shards",
@@ -152,6 +153,7 @@ fn set(o: &mut Options, v: &mut VariantSettings, name: &str, value: &Bound<'_, P
         "gc_punch_holes" => o.gc_punch_holes = value.boolean()?,
         "gc_logical_space_factor" => o.gc_logical_space_factor = value.float()?,
         "gc_rate_limit" => o.gc_rate_limit = value.u64()?,
+        "gc_in_compaction" => o.gc_in_compaction = value.boolean()?,
         "index" => {
             o.index = match value.string()?.as_str() {
                 "lsm" => IndexKind::Lsm,
