@@ -68,14 +68,14 @@ fn dump_segment_shows_predecessor_pointers() -> TestResult {
     let (code, stdout, stderr) = outcome(&splitkv(["dump".as_ref(), "segment".as_ref(), segment.as_os_str()])?);
     assert_eq!(code, Some(0), "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[0].ends_with("segment 1, format version 2"), "{stdout}");
+    assert!(lines[0].ends_with("segment 1, format version 3"), "{stdout}");
     assert!(!lines[1].contains("prev="), "{stdout}");
     let link = format!(" prev=1:{}+{} ", first.offset, first.len);
     assert!(lines[2].starts_with(&format!("offset {} ", second_ptr.offset)) && lines[2].contains(&link), "{stdout}");
 
     let dump = json_of(&splitkv(["dump".as_ref(), "segment".as_ref(), "--json".as_ref(), segment.as_os_str()])?)?;
     let records = dump["records"].as_array().ok_or("records")?;
-    assert_eq!(dump["format_version"], 2);
+    assert_eq!(dump["format_version"], 3);
     assert!(records[0].get("prev").is_none());
     assert_eq!(records[1]["prev"]["segment"], 1);
     assert_eq!(records[1]["prev"]["offset"], first.offset);

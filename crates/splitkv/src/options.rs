@@ -258,7 +258,7 @@ impl Default for Options {
             gc_logical_space_factor: 4.0,
             gc_rate_limit: 256 << 20,
             gc_rewrite_order: GcRewriteOrder::Segment,
-            gc_in_compaction: false,
+            gc_in_compaction: true,
             index: IndexKind::default(),
             index_block_kind: IndexBlockKind::default(),
             paranoid_checks: false,

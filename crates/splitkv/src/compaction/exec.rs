@@ -22,7 +22,7 @@
 //! is charged as garbage like a dropped one. The caller syncs the log before it publishes the
 //! outputs; moved records that a crash leaves unreferenced are garbage like any other.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -240,11 +240,20 @@ pub struct ValueMoves<'a> {
     /// The value log: read from, appended to.
     pub log: &'a dyn LogLink,
     /// Segments claimed for the compaction ([`LogLink::claim_for_moves`]): every kept pointer
-    /// into one of them is moved.
-    pub from: &'a HashSet<SegmentId>,
+    /// into one of them is moved, except into the ranges GC recorded as dead (read after the
+    /// claim, so none of them is punched under the compaction): a kept entry whose newer
+    /// version lies outside the compaction is dead, and its record may be in one.
+    pub from: &'a HashMap<SegmentId, Vec<(u64, u64)>>,
 }
 
 impl ValueMoves<'_> {
+    /// True if the value at `ptr` is to be moved.
+    fn moves(&self, ptr: &ValuePointer) -> bool {
+        self.from
+            .get(&ptr.segment)
+            .is_some_and(|skipped| !skipped.iter().any(|&(start, end)| (start..end).contains(&ptr.offset)))
+    }
+
     /// Moves the value at `ptr` of the version `user_key`@`seq` to the log head.
     fn move_value(&self, dir: &Path, user_key: &[u8], seq: SequenceNumber, ptr: &ValuePointer) -> Result<ValuePointer> {
         let record = self.log.read_record(ptr)?;
@@ -383,7 +392,7 @@ pub fn run(compaction: &Compaction, ctx: CompactionContext<'_>) -> Result<Compac
             }
         } else {
             match (pointer, &ctx.moves) {
-                (Some(old), Some(moves)) if moves.from.contains(&old.segment) => {
+                (Some(old), Some(moves)) if moves.moves(&old) => {
                     let new = moves.move_value(ctx.dir, parsed.user_key, parsed.sequence, &old)?;
                     // Always charged: a survey that counted the old record counted it live.
                     let shadowed_by = SequenceNumber(MAX_SEQUENCE);

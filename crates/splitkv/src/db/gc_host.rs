@@ -433,6 +433,17 @@ impl DbInner {
     }
 }
 
+impl DbInner {
+    /// True if compactions moved values out of segment `id` and a reader still holds a tree
+    /// from before: a moved pointer keeps its sequence number, so such a reader is not older
+    /// than anything GC can name, and GC must wait until no such tree is held.
+    fn held_by_tree_from_before_a_move(&self, id: SegmentId) -> bool {
+        self.gc.moves_in_compaction()
+            && self.vlog.moves().was_moved_out(id)
+            && self.index.tables_pointing_into(id).older
+    }
+}
+
 impl GcHost for DbInner {
     fn is_current(&self, key: &[u8], ptr: &ValuePointer) -> Result<bool> {
         let current_since = {
@@ -549,13 +560,14 @@ impl GcHost for DbInner {
     }
 
     fn begin_release(&self, id: SegmentId) -> bool {
-        // A moved pointer keeps its sequence number, so a reader of the tree from before a move
-        // is not older than anything GC can name: wait until no such tree is held.
-        let moved_out = self.vlog.moves().was_moved_out(id);
-        if moved_out && self.index.tables_pointing_into(id).older {
-            return false;
-        }
-        self.vlog.moves().begin_release(id)
+        !self.held_by_tree_from_before_a_move(id) && self.vlog.moves().begin_release(id)
+    }
+
+    fn may_punch(&self, id: SegmentId) -> bool {
+        // A compaction that claimed the segment before the ranges were recorded may still read
+        // records in them (one it keeps, whose newer version is outside the compaction, is
+        // dead); claims taken later see the ranges and step over them.
+        !self.held_by_tree_from_before_a_move(id) && !self.vlog.moves().is_claimed(id)
     }
 
     fn release_segment(&self, id: SegmentId) -> Result<()> {

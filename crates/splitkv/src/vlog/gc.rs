@@ -130,6 +130,12 @@ pub trait GcHost: Send + Sync {
     fn begin_release(&self, _id: SegmentId) -> bool {
         true
     }
+    /// False while recorded dead ranges of segment `id`, whose older readers are gone, must not
+    /// be punched yet, for the reasons of [`GcHost::begin_release`]; then the punch stays
+    /// deferred.
+    fn may_punch(&self, _id: SegmentId) -> bool {
+        true
+    }
     /// Records the segment's removal durably and deletes the file.
     fn release_segment(&self, id: SegmentId) -> Result<()>;
 
@@ -528,6 +534,9 @@ impl GarbageCollector {
                     outcome.segments_released.push(*id);
                 }
                 Deferred::Punch(id, ranges) => {
+                    if !host.may_punch(*id) {
+                        continue;
+                    }
                     let (fs, dir) = host.files();
                     match punch_ranges(fs, &segment_file(dir, *id), ranges)? {
                         Some(bytes) => {

@@ -13,7 +13,7 @@
 //! compaction then publishes nothing (its outputs hold only what the delete hid or what the
 //! surviving inputs still hold) and its outputs are deleted as obsolete.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -230,9 +230,10 @@ impl Shared {
         let started_from = self.catalog.lock().current();
         // Claimed before the merge reads a value, ended once the outputs are published (or the
         // compaction failed): GC deletes none of these segments meanwhile.
-        let move_from: HashSet<SegmentId> =
-            self.log.claim_for_moves(&self.segments_to_move_from(&compaction)).into_iter().collect();
-        let end_moves = || self.log.end_moves(&move_from.iter().copied().collect::<Vec<_>>());
+        let claimed = self.log.claim_for_moves(&self.segments_to_move_from(&compaction));
+        let end_moves = || self.log.end_moves(&claimed);
+        let move_from: HashMap<SegmentId, Vec<(u64, u64)>> =
+            claimed.iter().map(|&id| (id, self.catalog.segment(id).map(|m| m.skipped).unwrap_or_default())).collect();
         let mut allocated = Vec::new();
         let result = {
             let mut new_file_number = || self.new_output_number(&mut allocated);
@@ -287,7 +288,7 @@ impl Shared {
             }
         };
         summary.output_files = res.outputs.len();
-        summary.moved_from = move_from.iter().map(|id| id.0).collect();
+        summary.moved_from = claimed.iter().map(|id| id.0).collect();
         summary.moved_from.sort_unstable();
         (summary.moved_values, summary.moved_bytes) = (res.moved_values, res.moved_bytes);
         summary.outputs = res.outputs.iter().map(|meta| meta.number.0).collect();
