@@ -40,7 +40,7 @@ use crate::types::{
     ValuePointer, MAX_SEQUENCE,
 };
 use crate::version::FileMetaData;
-use crate::vlog::{RecordKind, RecordRef};
+use crate::vlog::{MoveTicket, RecordKind, RecordRef};
 
 /// How often (in entries) the executor lets a pending memtable flush run.
 const PREEMPT_EVERY: usize = 1024;
@@ -239,6 +239,8 @@ pub struct CompactionContext<'a> {
 pub struct ValueMoves<'a> {
     /// The value log: read from, appended to.
     pub log: &'a dyn LogLink,
+    /// The compaction's claims.
+    pub ticket: MoveTicket,
     /// Segments claimed for the compaction ([`LogLink::claim_for_moves`]): every kept pointer
     /// into one of them is moved, except into the ranges GC recorded as dead (read after the
     /// claim, so none of them is punched under the compaction): a kept entry whose newer
@@ -264,7 +266,7 @@ impl ValueMoves<'_> {
                 "the record a table points to is not a value of the table's key",
             ));
         }
-        let moved = self.log.append_moved(&[RecordRef::moved(seq, &record.key, &record.value)])?;
+        let moved = self.log.append_moved(self.ticket, &[RecordRef::moved(seq, &record.key, &record.value)])?;
         moved.first().copied().ok_or_else(|| crate::Error::Poisoned("a moved value was not appended".into()))
     }
 }

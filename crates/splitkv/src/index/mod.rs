@@ -34,7 +34,7 @@ use crate::types::{
 };
 use crate::version::{Catalog, TablesPointingInto};
 use crate::vlog::live_map::LiveMap;
-use crate::vlog::{RecordKind, RecordRef, ReplayedRecord, SegmentInfo, ValueLog};
+use crate::vlog::{MoveTicket, RecordKind, RecordRef, ReplayedRecord, SegmentInfo, ValueLog};
 
 /// The sequence number a point read sees.
 #[derive(Clone, Copy, Debug)]
@@ -145,12 +145,14 @@ pub trait LogLink: Send + Sync {
     fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord>;
     /// Appends values a compaction moves, as one batch of moved records (not writes: replay
     /// skips them); returns their pointers. Durable only after [`LogLink::sync`].
-    fn append_moved(&self, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>>;
-    /// Claims segments a compaction will read moved values from: returns those it may read
-    /// until [`LogLink::end_moves`] (GC deletes none of them meanwhile).
-    fn claim_for_moves(&self, ids: &[SegmentId]) -> Vec<SegmentId>;
-    /// Ends claims taken by [`LogLink::claim_for_moves`].
-    fn end_moves(&self, ids: &[SegmentId]);
+    fn append_moved(&self, ticket: MoveTicket, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>>;
+    /// Claims segments a compaction will read moved values from: returns its ticket and the
+    /// segments it may read until [`LogLink::end_moves`]. GC touches none of them, nor the
+    /// segments it appends moved records to, meanwhile.
+    fn claim_for_moves(&self, ids: &[SegmentId]) -> (MoveTicket, Vec<SegmentId>);
+    /// Ends a compaction's claims, once the tables pointing at its moved records are
+    /// published (or it failed).
+    fn end_moves(&self, ticket: MoveTicket);
     /// Of `ids`, the segments GC wants compactions to empty by moving their values.
     fn wanted_moves(&self, ids: &mut dyn Iterator<Item = SegmentId>) -> Vec<SegmentId>;
 }
@@ -168,14 +170,14 @@ impl LogLink for ValueLog {
     fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord> {
         ValueLog::read_record(self, ptr)
     }
-    fn append_moved(&self, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>> {
-        ValueLog::append_moved(self, records).map(|p| p.into_vec())
+    fn append_moved(&self, ticket: MoveTicket, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>> {
+        ValueLog::append_moved(self, ticket, records).map(|p| p.into_vec())
     }
-    fn claim_for_moves(&self, ids: &[SegmentId]) -> Vec<SegmentId> {
+    fn claim_for_moves(&self, ids: &[SegmentId]) -> (MoveTicket, Vec<SegmentId>) {
         ValueLog::claim_for_moves(self, ids)
     }
-    fn end_moves(&self, ids: &[SegmentId]) {
-        ValueLog::end_moves(self, ids)
+    fn end_moves(&self, ticket: MoveTicket) {
+        ValueLog::end_moves(self, ticket)
     }
     fn wanted_moves(&self, ids: &mut dyn Iterator<Item = SegmentId>) -> Vec<SegmentId> {
         ValueLog::wanted_moves(self, ids)

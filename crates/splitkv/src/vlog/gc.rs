@@ -138,7 +138,6 @@ pub trait GcHost: Send + Sync {
     }
     /// Records the segment's removal durably and deletes the file.
     fn release_segment(&self, id: SegmentId) -> Result<()>;
-
     /// File system and directory, for scanning and punching.
     fn files(&self) -> (&dyn FileSystem, &Path);
     /// Told after every run that cleaned, punched or released something, with what it did and
@@ -168,7 +167,7 @@ pub struct GcSettings {
     /// Order in which a victim's survivors are rewritten at the head.
     pub rewrite_order: GcRewriteOrder,
     /// Compactions move values out of the segments GC plans to clean
-    /// ([`GarbageCollector::plan_moves`]); GC copies only while writers wait.
+    /// ([`GarbageCollector::plan_moves`]); below its trigger GC only releases what they emptied.
     pub moves_in_compaction: bool,
 }
 

@@ -47,7 +47,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
-pub use moves::{MoveClaims, MovePlanner};
+pub use moves::{MoveClaims, MovePlanner, MoveTicket};
 pub use record::{
     RecordKind, RecordRef, FLAG_BATCH_END, FLAG_HAS_PREV, FORMAT_VERSION, MIN_FORMAT_VERSION, PREV_POINTER_LEN,
     RECORD_HEADER_LEN, SEGMENT_HEADER_LEN, SEGMENT_MAGIC,
@@ -221,13 +221,14 @@ impl ValueLog {
     /// and a walk along it ends); here it is refused as an invalid argument before anything is
     /// written. A record's predecessor therefore cannot be another record of the same batch.
     pub fn append_batch(&self, records: &[RecordRef<'_>]) -> Result<SmallVec<[ValuePointer; 4]>> {
-        self.append(records, false)
+        self.append(records, None)
     }
 
-    /// [`ValueLog::append_batch`]; with `referenced`, the batch's segment is also noted as one
-    /// the index points into before the writer lock is released, so GC, which takes only
-    /// sealed segments, can never find it unreferenced with pointers into it on their way.
-    fn append(&self, records: &[RecordRef<'_>], referenced: bool) -> Result<SmallVec<[ValuePointer; 4]>> {
+    /// [`ValueLog::append_batch`]; with a compaction's `moves` ticket, the batch's segment also
+    /// joins its claims and is noted as one the index points into, before the writer lock is
+    /// released: GC takes only sealed segments, so it can never find the moved records
+    /// unclaimed while their table is on its way.
+    fn append(&self, records: &[RecordRef<'_>], moves: Option<MoveTicket>) -> Result<SmallVec<[ValuePointer; 4]>> {
         self.check_writable()?;
         let mut guard = self.writer.lock();
         let w = &mut *guard;
@@ -268,7 +269,8 @@ impl ValueLog {
             pointers.push(ValuePointer { segment, offset, len });
             offset += u64::from(len);
         }
-        if referenced {
+        if let Some(ticket) = moves {
+            self.moves.note_target(ticket, segment);
             self.note_referenced(segment);
         }
         if w.buffer.len() >= self.opts.buffer_size {
@@ -279,22 +281,24 @@ impl ValueLog {
     }
 
     /// Appends values a compaction moves out of older segments, as one batch of
-    /// [`RecordKind::Moved`] records, and notes their segment as referenced (the compaction's
-    /// output will point into it). Durable only after [`ValueLog::sync`].
-    pub fn append_moved(&self, records: &[RecordRef<'_>]) -> Result<SmallVec<[ValuePointer; 4]>> {
+    /// [`RecordKind::Moved`] records; their segment joins the compaction's claims (GC leaves it
+    /// alone until the table pointing at them is published) and is noted as referenced, both
+    /// before the writer lock is released. Durable only after [`ValueLog::sync`].
+    pub fn append_moved(&self, ticket: MoveTicket, records: &[RecordRef<'_>]) -> Result<SmallVec<[ValuePointer; 4]>> {
         debug_assert!(records.iter().all(|r| r.kind == RecordKind::Moved && r.prev.is_none()));
-        self.append(records, true)
+        self.append(records, Some(ticket))
     }
 
     /// Claims segments for a compaction that moves values out of them (see [`MoveClaims`]):
-    /// returns those claimed, which stay readable until [`ValueLog::end_moves`].
-    pub fn claim_for_moves(&self, ids: &[SegmentId]) -> Vec<SegmentId> {
+    /// returns its ticket and the segments claimed, which stay readable until
+    /// [`ValueLog::end_moves`].
+    pub fn claim_for_moves(&self, ids: &[SegmentId]) -> (MoveTicket, Vec<SegmentId>) {
         self.moves.claim(ids, |id| self.segments.read().contains_key(&id))
     }
 
-    /// Ends claims taken by [`ValueLog::claim_for_moves`].
-    pub fn end_moves(&self, ids: &[SegmentId]) {
-        self.moves.end(ids);
+    /// Ends a compaction's claims.
+    pub fn end_moves(&self, ticket: MoveTicket) {
+        self.moves.end(ticket);
     }
 
     /// Of `ids`, the segments GC wants compactions to empty ([`MoveClaims::wanted_among`]).

@@ -1,11 +1,15 @@
-//! Who may read and who may delete a segment while compactions move values out of it
-//! (relocation through compaction, `Options::gc_in_compaction`), and which segments GC wants
-//! them to empty.
+//! Which segments compactions that move values are using (relocation through compaction,
+//! `Options::gc_in_compaction`), which GC is releasing, and which segments GC wants emptied.
 //!
-//! A compaction that moves values reads their records from the segments it *claims*; GC must
-//! not delete a claimed segment under it. GC in turn announces a release before it deletes a
-//! segment, and from then on no compaction may claim it. Both steps take one mutex, so a
-//! segment is either claimed or being released, never both.
+//! A compaction that moves values takes a [`MoveTicket`] that *claims* two kinds of segment
+//! until it ends: those it reads values from, and those it appends moved records to. GC must
+//! leave both alone. A segment read from must not be deleted or punched under the compaction.
+//! A moved record appended to a segment is live only once the compaction publishes the table
+//! that points at it; until then GC, which decides liveness by asking the index, would take it
+//! for garbage. (The kill test found that one: `run_gc` sealed the head segment while a
+//! compaction was still filling it, found every moved record unreferenced and punched them.)
+//! GC announces a release before it deletes a segment, and from then on no compaction may claim
+//! it. Both steps take one mutex, so a segment is either claimed or being released, never both.
 //!
 //! A segment a compaction moved values out of is remembered as *moved out of* until it is
 //! released. For such a segment two shortcuts GC takes elsewhere no longer hold: a garbage
@@ -22,14 +26,25 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::types::SegmentId;
 
+/// One compaction's claims, from [`MoveClaims::claim`] to [`MoveClaims::end`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MoveTicket(u64);
+
 #[derive(Default)]
 struct State {
-    /// Running compactions reading each segment.
-    claimed: HashMap<SegmentId, u32>,
+    /// The segments each running compaction reads from and appends to.
+    tickets: HashMap<MoveTicket, HashSet<SegmentId>>,
+    next_ticket: u64,
     /// Segments GC has begun to release.
     releasing: HashSet<SegmentId>,
     /// Segments a compaction moved values out of.
     moved_out: HashSet<SegmentId>,
+}
+
+impl State {
+    fn is_claimed(&self, id: SegmentId) -> bool {
+        self.tickets.values().any(|claimed| claimed.contains(&id))
+    }
 }
 
 /// Answers which of the given segments compactions should empty (GC's plan).
@@ -45,36 +60,36 @@ pub struct MoveClaims {
 }
 
 impl MoveClaims {
-    /// Claims each of `ids` that `is_live` and not being released, marks it moved out of, and
-    /// returns the claimed ones; the caller must pass exactly those to [`MoveClaims::end`].
-    /// (`is_live` is asked under the lock: a segment is forgotten only after it is gone.)
-    pub fn claim(&self, ids: &[SegmentId], is_live: impl Fn(SegmentId) -> bool) -> Vec<SegmentId> {
+    /// Starts a compaction's claims with each of `ids` that `is_live` and is not being
+    /// released (those are returned, and marked moved out of). (`is_live` is asked under the
+    /// lock: a segment is forgotten only after it is gone.)
+    pub fn claim(&self, ids: &[SegmentId], is_live: impl Fn(SegmentId) -> bool) -> (MoveTicket, Vec<SegmentId>) {
         let mut state = self.state.lock();
         let claimed: Vec<SegmentId> =
             ids.iter().copied().filter(|&id| !state.releasing.contains(&id) && is_live(id)).collect();
-        for &id in &claimed {
-            *state.claimed.entry(id).or_default() += 1;
-            state.moved_out.insert(id);
-        }
-        claimed
+        state.moved_out.extend(claimed.iter().copied());
+        let ticket = MoveTicket(state.next_ticket);
+        state.next_ticket += 1;
+        state.tickets.insert(ticket, claimed.iter().copied().collect());
+        (ticket, claimed)
     }
 
-    /// Ends claims taken by [`MoveClaims::claim`].
-    pub fn end(&self, ids: &[SegmentId]) {
-        let mut state = self.state.lock();
-        for id in ids {
-            if let Some(n) = state.claimed.get_mut(id) {
-                *n -= 1;
-                if *n == 0 {
-                    state.claimed.remove(id);
-                }
-            }
+    /// Adds the segment a compaction appended moved records to (the active segment, which GC
+    /// cannot be cleaning) to its claims.
+    pub fn note_target(&self, ticket: MoveTicket, id: SegmentId) {
+        if let Some(claimed) = self.state.lock().tickets.get_mut(&ticket) {
+            claimed.insert(id);
         }
     }
 
-    /// True if a running compaction reads segment `id`.
+    /// Ends a compaction's claims.
+    pub fn end(&self, ticket: MoveTicket) {
+        self.state.lock().tickets.remove(&ticket);
+    }
+
+    /// True if a running compaction reads segment `id` or appended moved records to it.
     pub fn is_claimed(&self, id: SegmentId) -> bool {
-        self.state.lock().claimed.contains_key(&id)
+        self.state.lock().is_claimed(id)
     }
 
     /// True if a compaction moved values out of segment `id` since it was created.
@@ -86,7 +101,7 @@ impl MoveClaims {
     /// reads it; otherwise no compaction claims it from now on.
     pub fn begin_release(&self, id: SegmentId) -> bool {
         let mut state = self.state.lock();
-        if state.claimed.contains_key(&id) {
+        if state.is_claimed(id) {
             return false;
         }
         state.releasing.insert(id);
@@ -119,18 +134,22 @@ mod tests {
     #[test]
     fn a_claimed_segment_cannot_begin_its_release_and_a_released_one_cannot_be_claimed() {
         let claims = MoveClaims::default();
-        let (a, b) = (SegmentId(1), SegmentId(2));
-        assert!(claims.begin_release(b));
+        let (a, b, head) = (SegmentId(1), SegmentId(2), SegmentId(9));
         let live = |_| true;
-        assert_eq!(claims.claim(&[a, b], live), vec![a], "a segment being released is not claimed");
-        assert!(claims.claim(&[SegmentId(3)], |_| false).is_empty(), "a segment that is gone is not claimed");
+        assert!(claims.begin_release(b));
+        let (first, claimed) = claims.claim(&[a, b], live);
+        assert_eq!(claimed, vec![a], "a segment being released is not claimed");
+        assert!(claims.claim(&[SegmentId(3)], |_| false).1.is_empty(), "a segment that is gone is not claimed");
         assert!(claims.is_claimed(a) && !claims.is_claimed(b));
         assert!(claims.was_moved_out(a) && !claims.was_moved_out(b));
         assert!(!claims.begin_release(a), "a compaction reads it");
-        assert_eq!(claims.claim(&[a], live), vec![a], "two compactions may read one segment");
-        claims.end(&[a]);
-        assert!(!claims.begin_release(a), "one compaction still reads it");
-        claims.end(&[a]);
+        claims.note_target(first, head);
+        assert!(!claims.begin_release(head), "a compaction's moved records there are not published yet");
+        let (second, _) = claims.claim(&[a], live);
+        claims.end(first);
+        assert!(claims.begin_release(head), "its compaction ended");
+        assert!(!claims.begin_release(a), "the second compaction still reads it");
+        claims.end(second);
         assert!(claims.begin_release(a));
         assert!(claims.was_moved_out(a), "moved out of until forgotten");
         claims.forget(a);

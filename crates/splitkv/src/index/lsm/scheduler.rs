@@ -229,9 +229,10 @@ impl Shared {
         let snapshots = self.snapshots.all();
         let started_from = self.catalog.lock().current();
         // Claimed before the merge reads a value, ended once the outputs are published (or the
-        // compaction failed): GC deletes none of these segments meanwhile.
-        let claimed = self.log.claim_for_moves(&self.segments_to_move_from(&compaction));
-        let end_moves = || self.log.end_moves(&claimed);
+        // compaction failed): GC touches none of these segments, nor those it appends moved
+        // values to, meanwhile.
+        let (ticket, claimed) = self.log.claim_for_moves(&self.segments_to_move_from(&compaction));
+        let end_moves = || self.log.end_moves(ticket);
         let move_from: HashMap<SegmentId, Vec<(u64, u64)>> =
             claimed.iter().map(|&id| (id, self.catalog.segment(id).map(|m| m.skipped).unwrap_or_default())).collect();
         let mut allocated = Vec::new();
@@ -258,7 +259,11 @@ impl Shared {
                     range_fragments: Arc::clone(started_from.range_fragments()),
                     range_clean_below: started_from.newest_range_delete(),
                     partition_splits: started_from.partition_splits(),
-                    moves: (!move_from.is_empty()).then_some(ValueMoves { log: self.log.as_ref(), from: &move_from }),
+                    moves: (!move_from.is_empty()).then_some(ValueMoves {
+                        log: self.log.as_ref(),
+                        ticket,
+                        from: &move_from,
+                    }),
                 },
             )
         };
