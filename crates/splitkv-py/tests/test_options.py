@@ -42,6 +42,7 @@ VALUES = {
     "gc_punch_holes": True,
     "gc_logical_space_factor": 2,
     "gc_rate_limit": 0,
+    "gc_in_compaction": False,
     "index": "hash",
     "hash_capacity": 1024,
     "hash_shards": 1,
