@@ -39,6 +39,16 @@ fn touch_the_range(db: &Db) -> Result<()> {
     Ok(())
 }
 
+/// A database after [`half_overwritten`] and [`touch_the_range`], ready for a compaction that
+/// moves values; with each key's value seed and the id of the log's first segment.
+fn ready_to_move(dir: &tempfile::TempDir) -> Result<(Db, Vec<u64>, u64)> {
+    let db = Db::open(dir.path(), options())?;
+    let last = half_overwritten(&db)?;
+    let first_segment = db.stats().segments.first().map(|s| s.id).expect("segments");
+    touch_the_range(&db)?;
+    Ok((db, last, first_segment))
+}
+
 fn check(db: &Db, last: &[u64], ctx: &str) -> Result<()> {
     for (k, seed) in last.iter().enumerate() {
         assert_eq!(db.get(key(k as u64))?.map(|v| v.to_vec()), Some(value_for(*seed, 700)), "{ctx}: key {k}");
@@ -49,10 +59,7 @@ fn check(db: &Db, last: &[u64], ctx: &str) -> Result<()> {
 #[test]
 fn compactions_move_kept_values_and_gc_releases_the_emptied_segments_unread() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options())?;
-    let last = half_overwritten(&db)?;
-    let first_segment = db.stats().segments.first().map(|s| s.id).expect("segments");
-    touch_the_range(&db)?;
+    let (db, last, first_segment) = ready_to_move(&dir)?;
     db.compact_range(None, None)?;
     let stats = db.stats();
     assert!(stats.compaction_values_moved > 0, "nothing moved: {stats:?}");
@@ -80,10 +87,7 @@ fn compactions_move_kept_values_and_gc_releases_the_emptied_segments_unread() ->
 #[test]
 fn a_cursor_from_before_a_move_keeps_its_values_until_dropped() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options())?;
-    let last = half_overwritten(&db)?;
-    let first_segment = db.stats().segments.first().map(|s| s.id).expect("segments");
-    touch_the_range(&db)?;
+    let (db, last, first_segment) = ready_to_move(&dir)?;
     // Holds the tree from before the move: its pointers lead into the first segments.
     let mut it = db.iter(ReadOptions::default())?;
     db.compact_range(None, None)?;
@@ -119,9 +123,7 @@ fn a_cursor_from_before_a_move_keeps_its_values_until_dropped() -> Result<()> {
 #[test]
 fn a_moved_value_is_moved_again_and_survives_gc_of_its_new_segment() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let db = Db::open(dir.path(), options())?;
-    let mut last = half_overwritten(&db)?;
-    touch_the_range(&db)?;
+    let (db, mut last, _) = ready_to_move(&dir)?;
     db.compact_range(None, None)?;
     let moved_once = db.stats().compaction_values_moved;
     // Overwrite most keys: the segments the first moves went to become mostly garbage too.

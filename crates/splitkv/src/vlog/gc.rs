@@ -41,7 +41,7 @@
 //!
 //! Thread-safety: policies are stateless; the collector serialises runs with an internal lock.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -415,7 +415,11 @@ impl GarbageCollector {
     /// The segments a run may take (among `among`, if given): eligible, with no deferred work,
     /// their garbage net of what punching already freed.
     fn candidates(&self, host: &dyn GcHost, among: Option<&[SegmentId]>) -> Result<Vec<SegmentStats>> {
-        let mut segments = host.eligible_segments()?;
+        Ok(self.without_deferred(host.eligible_segments()?, among))
+    }
+
+    /// [`GarbageCollector::candidates`] among `segments`, the host's eligible ones.
+    fn without_deferred(&self, mut segments: Vec<SegmentStats>, among: Option<&[SegmentId]>) -> Vec<SegmentStats> {
         if let Some(ids) = among {
             segments.retain(|s| ids.contains(&s.id));
         }
@@ -431,7 +435,7 @@ impl GarbageCollector {
                 s.garbage_bytes = s.garbage_bytes.saturating_sub(at);
             }
         }
-        Ok(segments)
+        segments
     }
 
     fn pick(&self, host: &dyn GcHost, force: bool, among: Option<&[SegmentId]>) -> Result<Option<SegmentStats>> {
@@ -472,15 +476,16 @@ impl GarbageCollector {
     /// there (what GC itself would clean next). With no limit: those past the garbage ratio.
     /// Segments nothing points into are GC's to release, never planned.
     pub fn plan_moves(&self, host: &dyn GcHost, among: &mut dyn Iterator<Item = SegmentId>) -> Result<Vec<SegmentId>> {
-        let segments = self.candidates(host, None)?;
+        let eligible = host.eligible_segments()?;
+        let unreferenced: HashSet<SegmentId> =
+            eligible.iter().map(|s| s.id).filter(|&id| !host.may_be_referenced(id)).collect();
         // Space GC is about to free without any move: segments waiting for their release, and
         // segments nothing points into any more (emptied by earlier moves), which it releases
         // unread. Counted as gone, or the next plan would move more to free the same space.
-        let pending: u64 = {
-            let waiting = self.pending_releases();
-            let eligible = host.eligible_segments()?;
-            eligible.iter().filter(|s| waiting.contains(&s.id) || !host.may_be_referenced(s.id)).map(|s| s.size).sum()
-        };
+        let waiting = self.pending_releases();
+        let pending: u64 =
+            eligible.iter().filter(|s| waiting.contains(&s.id) || unreferenced.contains(&s.id)).map(|s| s.size).sum();
+        let segments = self.without_deferred(eligible, None);
         let live = self.live_floor(host);
         let trigger = self.settings.space_trigger;
         let start = [
@@ -491,7 +496,7 @@ impl GarbageCollector {
         .flatten()
         .reduce(f64::min);
         let mut candidates: Vec<&SegmentStats> =
-            segments.iter().filter(|s| s.garbage_bytes > 0 && host.may_be_referenced(s.id)).collect();
+            segments.iter().filter(|s| s.garbage_bytes > 0 && !unreferenced.contains(&s.id)).collect();
         let share = |s: &SegmentStats| s.garbage_bytes as f64 / s.size.max(1) as f64;
         candidates.sort_by(|a, b| share(b).total_cmp(&share(a)));
         let plan: Vec<SegmentId> = match start {

@@ -531,7 +531,8 @@ impl ValueLog {
         if segment.is_active() {
             return Err(Error::InvalidArgument(format!("value-log segment {id} is being appended to")));
         }
-        // GC begins the release itself, and waits, while a compaction reads the segment.
+        // GC begins the release itself, and waits, while a compaction reads the segment or
+        // appends moved records to it.
         if !self.moves.begin_release(id) {
             return Err(Error::InvalidArgument(format!("value-log segment {id} is being read by a compaction")));
         }
