@@ -559,8 +559,30 @@ impl GcHost for DbInner {
         drop(self.gc_barrier.write());
     }
 
+    fn begin_collecting(&self, id: SegmentId) -> bool {
+        self.vlog.moves().begin_collecting(id)
+    }
+
+    fn end_collecting(&self, id: SegmentId) {
+        self.vlog.moves().end_collecting(id);
+    }
+
+    fn garbage_being_moved(&self) -> u64 {
+        let claimed = self.vlog.moves().claimed();
+        if claimed.is_empty() {
+            return 0;
+        }
+        let (_, recorded) = self.catalog.log_segments();
+        claimed
+            .iter()
+            .filter_map(|id| recorded.get(id))
+            .map(|m| m.garbage_bytes.saturating_sub(m.skipped_bytes()))
+            .sum()
+    }
+
     fn begin_release(&self, id: SegmentId) -> bool {
-        !self.held_by_tree_from_before_a_move(id) && self.vlog.moves().begin_release(id)
+        // Taken at the run's pick already; taking it again only checks for claims.
+        !self.held_by_tree_from_before_a_move(id) && self.vlog.moves().begin_collecting(id)
     }
 
     fn may_punch(&self, id: SegmentId) -> bool {

@@ -531,9 +531,9 @@ impl ValueLog {
         if segment.is_active() {
             return Err(Error::InvalidArgument(format!("value-log segment {id} is being appended to")));
         }
-        // GC begins the release itself, and waits, while a compaction reads the segment or
+        // GC takes the segment itself, and waits, while a compaction reads the segment or
         // appends moved records to it.
-        if !self.moves.begin_release(id) {
+        if !self.moves.begin_collecting(id) {
             return Err(Error::InvalidArgument(format!("value-log segment {id} is being read by a compaction")));
         }
         self.fs.remove(&segment.path)?;

@@ -1,5 +1,5 @@
 //! Which segments compactions that move values are using (relocation through compaction,
-//! `Options::gc_in_compaction`), which GC is releasing, and which segments GC wants emptied.
+//! `Options::gc_in_compaction`), which GC is collecting, and which segments GC wants emptied.
 //!
 //! A compaction that moves values takes a [`MoveTicket`] that *claims* two kinds of segment
 //! until it ends: those it reads values from, and those it appends moved records to. GC must
@@ -8,8 +8,11 @@
 //! that points at it; until then GC, which decides liveness by asking the index, would take it
 //! for garbage. (The kill test found that one: `run_gc` sealed the head segment while a
 //! compaction was still filling it, found every moved record unreferenced and punched them.)
-//! GC announces a release before it deletes a segment, and from then on no compaction may claim
-//! it. Both steps take one mutex, so a segment is either claimed or being released, never both.
+//! GC takes a segment as its victim before it copies anything out of it, and from then on until
+//! the segment is gone no compaction may claim it: its live values are being copied (moving
+//! them too would relocate them twice). Both steps take one mutex, so a segment is either
+//! claimed or GC's, never both. A run that ends without queueing the release (it punched holes,
+//! or failed) gives the segment back.
 //!
 //! A segment a compaction moved values out of is remembered as *moved out of* until it is
 //! released. For such a segment two shortcuts GC takes elsewhere no longer hold: a garbage
@@ -35,8 +38,8 @@ struct State {
     /// The segments each running compaction reads from and appends to.
     tickets: HashMap<MoveTicket, HashSet<SegmentId>>,
     next_ticket: u64,
-    /// Segments GC has begun to release.
-    releasing: HashSet<SegmentId>,
+    /// Segments GC has taken: from its pick until they are gone (or the run gives them back).
+    collecting: HashSet<SegmentId>,
     /// Segments a compaction moved values out of.
     moved_out: HashSet<SegmentId>,
 }
@@ -60,13 +63,13 @@ pub struct MoveClaims {
 }
 
 impl MoveClaims {
-    /// Starts a compaction's claims with each of `ids` that `is_live` and is not being
-    /// released (those are returned, and marked moved out of). (`is_live` is asked under the
+    /// Starts a compaction's claims with each of `ids` that `is_live` and GC has not taken
+    /// (those are returned, and marked moved out of). (`is_live` is asked under the
     /// lock: a segment is forgotten only after it is gone.)
     pub fn claim(&self, ids: &[SegmentId], is_live: impl Fn(SegmentId) -> bool) -> (MoveTicket, Vec<SegmentId>) {
         let mut state = self.state.lock();
         let claimed: Vec<SegmentId> =
-            ids.iter().copied().filter(|&id| !state.releasing.contains(&id) && is_live(id)).collect();
+            ids.iter().copied().filter(|&id| !state.collecting.contains(&id) && is_live(id)).collect();
         state.moved_out.extend(claimed.iter().copied());
         let ticket = MoveTicket(state.next_ticket);
         state.next_ticket += 1;
@@ -97,15 +100,30 @@ impl MoveClaims {
         self.state.lock().moved_out.contains(&id)
     }
 
-    /// Begins the release of segment `id`: false (and nothing changes) while a compaction
-    /// reads it; otherwise no compaction claims it from now on.
-    pub fn begin_release(&self, id: SegmentId) -> bool {
+    /// GC takes segment `id` (to clean it, or to release it): false (and nothing changes) while
+    /// a compaction claims it; otherwise no compaction claims it from now on.
+    pub fn begin_collecting(&self, id: SegmentId) -> bool {
         let mut state = self.state.lock();
         if state.is_claimed(id) {
             return false;
         }
-        state.releasing.insert(id);
+        state.collecting.insert(id);
         true
+    }
+
+    /// Gives back a segment GC took but will not release (it punched it, or its run failed).
+    pub fn end_collecting(&self, id: SegmentId) {
+        self.state.lock().collecting.remove(&id);
+    }
+
+    /// True if GC has taken segment `id` (see [`MoveClaims::begin_collecting`]).
+    pub fn is_collecting(&self, id: SegmentId) -> bool {
+        self.state.lock().collecting.contains(&id)
+    }
+
+    /// Every segment running compactions claim (read from or append to).
+    pub fn claimed(&self) -> HashSet<SegmentId> {
+        self.state.lock().tickets.values().flatten().copied().collect()
     }
 
     /// Sets what [`MoveClaims::wanted_among`] asks.
@@ -122,7 +140,7 @@ impl MoveClaims {
     /// Forgets a segment that is gone (no longer live for [`MoveClaims::claim`]'s `is_live`).
     pub fn forget(&self, id: SegmentId) {
         let mut state = self.state.lock();
-        state.releasing.remove(&id);
+        state.collecting.remove(&id);
         state.moved_out.remove(&id);
     }
 }
@@ -132,27 +150,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_claimed_segment_cannot_begin_its_release_and_a_released_one_cannot_be_claimed() {
+    fn a_claimed_segment_cannot_be_collected_and_a_collected_one_cannot_be_claimed() {
         let claims = MoveClaims::default();
         let (a, b, head) = (SegmentId(1), SegmentId(2), SegmentId(9));
         let live = |_| true;
-        assert!(claims.begin_release(b));
+        assert!(claims.begin_collecting(b));
         let (first, claimed) = claims.claim(&[a, b], live);
-        assert_eq!(claimed, vec![a], "a segment being released is not claimed");
+        assert_eq!(claimed, vec![a], "a segment GC collects is not claimed");
+        assert_eq!(claims.claimed(), [a].into_iter().collect());
         assert!(claims.claim(&[SegmentId(3)], |_| false).1.is_empty(), "a segment that is gone is not claimed");
         assert!(claims.is_claimed(a) && !claims.is_claimed(b));
         assert!(claims.was_moved_out(a) && !claims.was_moved_out(b));
-        assert!(!claims.begin_release(a), "a compaction reads it");
+        assert!(!claims.begin_collecting(a), "a compaction reads it");
         claims.note_target(first, head);
-        assert!(!claims.begin_release(head), "a compaction's moved records there are not published yet");
+        assert!(!claims.begin_collecting(head), "a compaction's moved records there are not published yet");
         let (second, _) = claims.claim(&[a], live);
         claims.end(first);
-        assert!(claims.begin_release(head), "its compaction ended");
-        assert!(!claims.begin_release(a), "the second compaction still reads it");
+        assert!(claims.begin_collecting(head), "its compaction ended");
+        assert!(!claims.begin_collecting(a), "the second compaction still reads it");
         claims.end(second);
-        assert!(claims.begin_release(a));
+        assert!(claims.begin_collecting(a));
         assert!(claims.was_moved_out(a), "moved out of until forgotten");
         claims.forget(a);
-        assert!(!claims.was_moved_out(a));
+        assert!(!claims.was_moved_out(a) && !claims.is_collecting(a));
+        assert!(claims.begin_collecting(b) && claims.is_collecting(b), "taking it twice is harmless");
+        claims.end_collecting(b);
+        assert_eq!(claims.claim(&[b], live).1, vec![b], "given back, it can be claimed");
     }
 }
