@@ -130,7 +130,7 @@ pub struct ValueLog {
     /// The segment last passed to [`ValueLog::note_referenced`], so that marking it again costs
     /// one atomic load instead of a lock.
     last_referenced: AtomicU64,
-    /// Which segments compactions are moving values out of, and which GC is releasing.
+    /// Which segments compactions are moving values out of, and which GC is collecting.
     moves: MoveClaims,
     /// Opened with [`ValueLog::open_read_only`]: nothing is ever written, truncated or removed.
     read_only: bool,
