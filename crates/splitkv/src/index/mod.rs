@@ -200,6 +200,10 @@ pub struct LiveCount {
     pub reachable: BTreeMap<SegmentId, LiveMap>,
     /// See `reachable`.
     pub current_at: SequenceNumber,
+    /// Bytes the newest version of every key points to, in any segment, surveyed or not: the
+    /// data the index holds. Unlike the live bytes above, it does not count a version twice
+    /// when its key is written again while the walk runs.
+    pub indexed_live: u64,
 }
 
 /// A key index.

@@ -558,7 +558,11 @@ impl Index for HashIndex {
             ..LiveCount::default()
         };
         self.for_each_newest(&state, &mut |_, v| {
-            if !v.deleted && v.pointer.segment < applied_before {
+            if v.deleted {
+                return Ok(());
+            }
+            count.indexed_live += u64::from(v.pointer.len);
+            if v.pointer.segment < applied_before {
                 *count.live.entry(v.pointer.segment).or_default() += u64::from(v.pointer.len);
             }
             Ok(())

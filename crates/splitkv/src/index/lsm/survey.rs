@@ -52,6 +52,7 @@ impl Shared {
             !sv.version.range_tombstones().is_empty() || sv.memtables().any(|m| !m.range_tombstones().is_empty());
         drop(sv);
         let mut live = SegmentTally::new(&surveyed, !range_deletes);
+        let mut indexed_live = 0;
         // Every version, range-deleted ones included: their drops are charged as they happen.
         let mut it = self.iter(None, false)?;
         it.seek_to_first()?;
@@ -71,6 +72,9 @@ impl Shared {
             let shadowed = newer.is_some_and(|n| n <= horizon);
             if !shadowed {
                 if let Some(ptr) = entry_pointer(&it, parsed.kind)? {
+                    if newer.is_none() {
+                        indexed_live += u64::from(ptr.len);
+                    }
                     live.add(ptr.segment, ptr.offset, u64::from(ptr.len), newer.is_none());
                 }
             }
@@ -79,7 +83,7 @@ impl Shared {
         }
         drop(it);
         let (live, reachable) = live.into_maps();
-        record(LiveCount { live, reachable, current_at, surveyed: surveyed.into_keys().collect() })
+        record(LiveCount { live, reachable, current_at, surveyed: surveyed.into_keys().collect(), indexed_live })
     }
 
     /// The segments a survey can count exactly, with their lengths: every live one before `applied_before` (records
