@@ -978,10 +978,9 @@ mod tests {
         assert!(gc.can_relieve_space(&host), "the log's tail is still worth cleaning over the budget");
     }
 
-    #[test]
-    fn moves_are_planned_most_garbage_first_down_to_where_gc_starts() {
-        // Limit 1.3x over 10,000 live bytes: GC starts at 12,400. The log holds 14,000, of which
-        // segment 1 (1,000 bytes) is about to be released unread: 600 bytes to free by moves.
+    /// A greedy collector under a 1.3x limit (trigger 0.8) that leaves cleaning to compactions
+    /// when it can.
+    fn collector_with_moves() -> GarbageCollector {
         let settings = GcSettings {
             garbage_ratio: 0.3,
             space_budget: None,
@@ -992,7 +991,14 @@ mod tests {
             rewrite_order: GcRewriteOrder::Segment,
             moves_in_compaction: true,
         };
-        let gc = GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000);
+        GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000)
+    }
+
+    #[test]
+    fn moves_are_planned_most_garbage_first_down_to_where_gc_starts() {
+        // Limit 1.3x over 10,000 live bytes: GC starts at 12,400. The log holds 14,000, of which
+        // segment 1 (1,000 bytes) is about to be released unread: 600 bytes to free by moves.
+        let gc = collector_with_moves();
         let host = FixedHost {
             segments: Mutex::new(vec![
                 (stats(1, 1000), false),
@@ -1021,17 +1027,7 @@ mod tests {
     #[test]
     fn gc_and_compactions_do_not_clean_the_same_excess_twice() {
         // Limit 1.3x over 10,000 live bytes: GC starts at 12,400, writers wait from 13,000.
-        let settings = GcSettings {
-            garbage_ratio: 0.3,
-            space_budget: None,
-            space_amplification: Some(1.3),
-            space_trigger: 0.8,
-            punch_holes: false,
-            logical_space_factor: 1.0,
-            rewrite_order: GcRewriteOrder::Segment,
-            moves_in_compaction: true,
-        };
-        let gc = GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000);
+        let gc = collector_with_moves();
         let segments = || Mutex::new(vec![(stats(2, 100), true), (stats(3, 400), true), (stats(4, 300), true)]);
         let host = |log_bytes, being_moved| FixedHost {
             segments: segments(),
