@@ -39,7 +39,8 @@ pub(super) struct SurveyMark {
     user_written: u64,
     /// Log bytes not known to be garbage right after the survey.
     live: u64,
-    /// Bytes of the live pointers the survey's walk met ([`LiveCount::indexed_live`]).
+    /// Bytes the newest version of every key pointed to at the survey
+    /// ([`LiveCount::indexed_live`]): what the growth rate is measured on.
     indexed_live: u64,
     /// Live bytes gained per user byte written between the last two surveys (0 for pure
     /// overwrites, 1 for pure inserts).

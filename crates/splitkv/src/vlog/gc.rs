@@ -489,8 +489,9 @@ impl GarbageCollector {
     /// With relocation through compaction: true if a run must copy rather than leave the
     /// cleaning to compactions: the log is over a space limit, or over its trigger even once
     /// the segments compactions are emptying now are gone. Counting those, GC and a compaction
-    /// no longer both clean the same excess: two writer threads over 500k keys relocated 0.8 GB
-    /// where GC alone relocated 0.45 (`docs/design.md`, "Relocation through compaction").
+    /// no longer both clean the same excess: with two writer threads over 500k keys they relocated
+    /// up to 0.8 GB where GC alone relocated 0.45 (`docs/design.md`, "Relocation through
+    /// compaction").
     fn must_copy(&self, host: &dyn GcHost) -> bool {
         self.space_pressure(host) != SpacePressure::None
             || self.over_space_trigger_freeing(host, host.garbage_being_moved())
