@@ -22,7 +22,7 @@ use crate::index::{IndexValue, LiveCount, ReadAt};
 use crate::info_log::{log_event, ListDisplay, StallCause};
 use crate::stats::Counters;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
-use crate::version::{GarbageSurvey, VersionEdit};
+use crate::version::{GarbageSurvey, SegmentMeta, VersionEdit};
 use crate::vlog::gc::{GcHost, GcOutcome, SegmentStats, SpacePressure};
 use crate::vlog::live_map::LiveMap;
 use crate::vlog::{ReplayedRecord, SEGMENT_HEADER_LEN};
@@ -501,7 +501,7 @@ impl GcHost for DbInner {
                 SegmentStats {
                     id: s.id,
                     size: s.len,
-                    garbage_bytes: meta.map_or(0, |m| m.garbage_bytes).saturating_sub(skipped_bytes),
+                    garbage_bytes: meta.map_or(0, SegmentMeta::unreclaimed_garbage),
                     skipped_bytes,
                     age: active.0.saturating_sub(s.id.0),
                 }
@@ -583,15 +583,13 @@ impl GcHost for DbInner {
     }
 
     fn garbage_being_moved(&self) -> u64 {
-        let claimed = self.vlog.moves().claimed();
-        if claimed.is_empty() {
-            return 0;
-        }
-        let (_, recorded) = self.catalog.log_segments();
-        claimed
-            .iter()
-            .filter_map(|id| recorded.get(id))
-            .map(|m| m.garbage_bytes.saturating_sub(m.skipped_bytes()))
+        // A few segments at most: looked up one by one, not by copying every segment's record.
+        self.vlog
+            .moves()
+            .claimed()
+            .into_iter()
+            .filter_map(|id| self.catalog.segment(id))
+            .map(|m| m.unreclaimed_garbage())
             .sum()
     }
 

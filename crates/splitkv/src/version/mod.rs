@@ -115,6 +115,11 @@ impl SegmentMeta {
         self.skipped.iter().map(|(s, e)| e - s).sum()
     }
 
+    /// Garbage bytes not yet freed in place: what cleaning (or emptying) the segment still frees.
+    pub fn unreclaimed_garbage(&self) -> u64 {
+        self.garbage_bytes.saturating_sub(self.skipped_bytes())
+    }
+
     /// Adds a skipped range; overlapping or touching ranges merge.
     fn add_skipped(&mut self, start: u64, end: u64) {
         let at = self.skipped.partition_point(|&(_, e)| e < start);

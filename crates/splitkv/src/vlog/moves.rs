@@ -116,11 +116,6 @@ impl MoveClaims {
         self.state.lock().collecting.remove(&id);
     }
 
-    /// True if GC has taken segment `id` (see [`MoveClaims::begin_collecting`]).
-    pub fn is_collecting(&self, id: SegmentId) -> bool {
-        self.state.lock().collecting.contains(&id)
-    }
-
     /// Every segment running compactions claim (read from or append to).
     pub fn claimed(&self) -> HashSet<SegmentId> {
         self.state.lock().tickets.values().flatten().copied().collect()
@@ -172,8 +167,12 @@ mod tests {
         assert!(claims.begin_collecting(a));
         assert!(claims.was_moved_out(a), "moved out of until forgotten");
         claims.forget(a);
-        assert!(!claims.was_moved_out(a) && !claims.is_collecting(a));
-        assert!(claims.begin_collecting(b) && claims.is_collecting(b), "taking it twice is harmless");
+        assert!(!claims.was_moved_out(a));
+        let (forgotten, claimed) = claims.claim(&[a], live);
+        assert_eq!(claimed, vec![a], "a forgotten segment is no longer GC's");
+        claims.end(forgotten);
+        assert!(claims.begin_collecting(b), "taking it twice is harmless");
+        assert!(claims.claim(&[b], live).1.is_empty(), "still GC's");
         claims.end_collecting(b);
         assert_eq!(claims.claim(&[b], live).1, vec![b], "given back, it can be claimed");
     }
