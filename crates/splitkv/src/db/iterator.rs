@@ -403,14 +403,11 @@ impl DbIterator {
                 return Err(self.malformed_pointer(origin));
             }
         };
-        let prefetched = window.request_slots[request].and_then(|(task, slot)| {
-            let results = window.read_results[task].get_or_insert_with(|| window.reads[task].wait());
-            results.get_mut(slot).and_then(Option::take)
-        });
+        let read_ahead = window.take_value(request, &self.db.vlog);
         Counters::add(&self.db.counters.vlog_reads, 1);
-        let value = match prefetched {
+        let value = match read_ahead {
             Some(value) => value,
-            // In memory, or the prefetch failed: a plain read gives the value or the real error.
+            // The read ahead failed: a plain read gives the value or the real error.
             None => {
                 let pointer = window.requests[request].pointer;
                 self.db.vlog.read(&pointer, window.key(window.pos))?

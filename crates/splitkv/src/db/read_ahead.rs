@@ -8,7 +8,7 @@
 //!
 //! [`DbIterator`]: super::DbIterator
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -48,6 +48,11 @@ const MIN_EVICTED_RETURNS: u64 = 16;
 /// Entries walked with read-around off after which it is tried again, so a database whose
 /// memory grew (or whose scans changed) does not go without it for good.
 const READAROUND_RETRY_ENTRIES: u64 = 1 << 20;
+/// A batch of values found in memory that the cursor reads in one go (see
+/// [`Window::take_value`]) ends after this many values or once it holds this many bytes: small
+/// enough that the copy is still in the CPU's cache when the values' checksums are checked.
+const MEMORY_BATCH_ENTRIES: usize = 64;
+const MEMORY_BATCH_BYTES: u64 = 64 << 10;
 /// Most entries in one read-ahead window.
 pub(super) const MAX_WINDOW_ENTRIES: usize = 4096;
 /// A window ends once its separated values add up to this many bytes: large values get short
@@ -97,6 +102,9 @@ pub(super) struct Window {
     pub(super) request_slots: Vec<Option<(usize, usize)>>,
     pub(super) reads: Vec<Arc<Task<Vec<Option<Bytes>>>>>,
     pub(super) read_results: Vec<Option<Vec<Option<Bytes>>>>,
+    /// Values found in memory that the cursor read in a batch when it reached the first of them
+    /// (see [`Window::take_value`]), with their request indices, in the order it visits them.
+    in_memory: VecDeque<(usize, Option<Bytes>)>,
     /// The error that stopped the walk, reported when the cursor moves past the last entry.
     pub(super) error: Option<Error>,
     /// The walk ran out of entries: nothing lies beyond the last one.
@@ -115,6 +123,38 @@ impl Window {
 
     pub(super) fn key(&self, entry: usize) -> &[u8] {
         &self.keys[self.entries[entry].key.clone()]
+    }
+
+    /// The value of request `request` as read ahead: from the pool's read if it had one, and
+    /// otherwise (the value was found in memory) from a batch read of it and the values in
+    /// memory after it, which costs one copy and one allocation per run of neighbouring values
+    /// in the log instead of one per value. `None` if the value could not be read this way
+    /// (not yet flushed, a failed read or check); the caller then reads it alone, which yields
+    /// the value or the real error.
+    pub(super) fn take_value(&mut self, request: usize, vlog: &ValueLog) -> Option<Bytes> {
+        if let Some((task, slot)) = self.request_slots[request] {
+            let results = self.read_results[task].get_or_insert_with(|| self.reads[task].wait());
+            return results.get_mut(slot).and_then(Option::take);
+        }
+        while self.in_memory.front().is_some_and(|&(i, _)| i < request) {
+            self.in_memory.pop_front();
+        }
+        if self.in_memory.front().is_none_or(|&(i, _)| i != request) {
+            self.in_memory.clear();
+            let mut bytes = 0u64;
+            let batch: Vec<usize> = (request..self.requests.len())
+                .filter(|&i| self.request_slots[i].is_none())
+                .take(MEMORY_BATCH_ENTRIES)
+                .take_while(|&i| {
+                    let fits = bytes < MEMORY_BATCH_BYTES;
+                    bytes += u64::from(self.requests[i].pointer.len);
+                    fits
+                })
+                .collect();
+            let values = vlog.read_values(&self.keys, &self.requests, &batch, ReadPath::Memory);
+            self.in_memory.extend(batch.into_iter().zip(values));
+        }
+        self.in_memory.pop_front().and_then(|(_, value)| value)
     }
 }
 
@@ -209,7 +249,7 @@ impl ResidencyCheck<'_> {
         }
         let cached = match self.path {
             ReadPath::PageCache => self.vlog.will_need(ptr, self.readaround),
-            ReadPath::Direct => self.vlog.in_memory(ptr, self.readaround),
+            ReadPath::Direct | ReadPath::Memory => self.vlog.in_memory(ptr, self.readaround),
         };
         let chunk = chunk(ptr, self.readaround);
         if self.readaround > 0 {
@@ -403,6 +443,7 @@ pub(super) fn walk(mut cursor: Cursor, include_current: bool, plan: &WalkPlan) -
         requests,
         request_slots,
         read_results: (0..reads.len()).map(|_| None).collect(),
+        in_memory: VecDeque::new(),
         reads,
         error,
         exhausted,

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
@@ -408,7 +408,13 @@ impl ValueLog {
         if bytes.get(header.key_range()) != Some(key) {
             return Err(Error::corruption(&segment.path, ptr.offset, "record key differs from the key looked up"));
         }
-        Ok(Bytes::from(bytes).slice(header.value_range()))
+        // The value ends the record (`fetch` checked the length), so dropping the bytes before
+        // it leaves the value. Unlike `slice`, this keeps the buffer's plain vector form, which
+        // costs no second allocation.
+        debug_assert_eq!(header.value_range().end, bytes.len());
+        let mut value = Bytes::from(bytes);
+        value.advance(header.value_range().start);
+        Ok(value)
     }
 
     /// Reads and validates the whole record at `ptr`, predecessor pointer included: the step a
@@ -454,9 +460,7 @@ impl ValueLog {
         let active = segment.is_active();
         let readable_len = segment.readable_len();
         let bytes = if end <= readable_len {
-            let mut bytes = vec![0u8; len];
-            segment.file.read_exact_at(ptr.offset, &mut bytes)?;
-            bytes
+            segment.file.read_vec(ptr.offset, len)?
         } else {
             let unflushed = if active { self.read_unflushed(&segment, ptr.offset, len)? } else { None };
             unflushed.ok_or_else(|| corrupt(format!("pointer ends at {end}, past the segment end {readable_len}")))?
@@ -497,9 +501,7 @@ impl ValueLog {
         if end > segment.readable_len() {
             return Ok(None);
         }
-        let mut bytes = vec![0u8; len];
-        segment.file.read_exact_at(offset, &mut bytes)?;
-        Ok(Some(bytes))
+        segment.file.read_vec(offset, len).map(Some)
     }
 
     /// Every live segment in id order.

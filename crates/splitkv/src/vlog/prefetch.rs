@@ -24,7 +24,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::thread;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use parking_lot::{Condvar, Mutex};
 
 use super::record::{check_record, decode_record_header, header_bytes, SEGMENT_HEADER_LEN};
@@ -190,7 +190,8 @@ fn worker(shared: &PoolShared) {
 
 /// How [`ValueLog::read_values`] reads: through the page cache, where loads started by
 /// [`ValueLog::will_need`] (and their read-around) land and later reads find them, or past it
-/// ([`RandomAccessFile::read_uncached`]), for values read once and in log order.
+/// ([`RandomAccessFile::read_uncached`]), for values read once and in log order, or, for values
+/// already in memory, copied out of the file's map.
 ///
 /// [`RandomAccessFile::read_uncached`]: crate::fs::RandomAccessFile::read_uncached
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,6 +202,12 @@ pub enum ReadPath {
     ///
     /// [`RandomAccessFile::read_uncached`]: crate::fs::RandomAccessFile::read_uncached
     Direct,
+    /// [`RandomAccessFile::read_vec`]: a copy out of the file's map where it has one, for values
+    /// found in memory. One copy per run of nearby values, which the values then share, costs
+    /// one allocation where reading them one by one costs one each.
+    ///
+    /// [`RandomAccessFile::read_vec`]: crate::fs::RandomAccessFile::read_vec
+    Memory,
 }
 
 /// One value to prefetch: where it is and which key it must belong to.
@@ -318,10 +325,15 @@ impl ValueLog {
             let run = &indices[start..end];
             match self.read_span(first, run_end, path) {
                 Some((span, version)) => {
-                    for &i in run {
+                    let value_range = |i: usize| {
                         let req = &requests[i];
-                        out.push(value_in_span(&span, first.offset, version, &req.pointer, &keys[req.key.clone()]));
-                    }
+                        value_in_span(&span, first.offset, version, &req.pointer, &keys[req.key.clone()])
+                    };
+                    // A run holds at least one value: `end` starts past `start`.
+                    let (rest, last) = (&run[..run.len() - 1], run[run.len() - 1]);
+                    out.extend(rest.iter().map(|&i| value_range(i).map(|range| span.slice(range))));
+                    let last = value_range(last);
+                    out.push(last.map(|range| take_range(span, range)));
                 }
                 None => out.extend(run.iter().map(|_| None)),
             }
@@ -338,20 +350,22 @@ impl ValueLog {
             return None;
         }
         let len = usize::try_from(end - first.offset).ok()?;
-        // Only values found not in memory come here: read them with a system call, not through
-        // the map (see `RandomAccessFile::read_exact_at_cold`), or past the page cache.
+        // Values found not in memory are read with a system call, not through the map (see
+        // `RandomAccessFile::read_exact_at_cold`), or past the page cache.
         let bytes = match path {
             ReadPath::Direct => segment.file.read_uncached(first.offset, len),
             ReadPath::PageCache => read_cold(&*segment.file, first.offset, len),
+            ReadPath::Memory => segment.file.read_vec(first.offset, len).map(Bytes::from),
         };
         let bytes = bytes.ok()?;
         Some((bytes, segment.version))
     }
 }
 
-/// The value of the record at `ptr` inside `span` (which starts at `span_start` in a segment of
-/// format `version`), if the record is intact, has the pointer's length and belongs to `key`.
-fn value_in_span(span: &Bytes, span_start: u64, version: u32, ptr: &ValuePointer, key: &[u8]) -> Option<Bytes> {
+/// Where in `span` (which starts at `span_start` in a segment of format `version`) the value of
+/// the record at `ptr` lies, if the record is intact, has the pointer's length and belongs to
+/// `key`.
+fn value_in_span(span: &[u8], span_start: u64, version: u32, ptr: &ValuePointer, key: &[u8]) -> Option<Range<usize>> {
     let start = usize::try_from(ptr.offset.checked_sub(span_start)?).ok()?;
     let record = span.get(start..start.checked_add(ptr.len as usize)?)?;
     let header = decode_record_header(header_bytes(record)?, version).ok()?;
@@ -360,7 +374,19 @@ fn value_in_span(span: &Bytes, span_start: u64, version: u32, ptr: &ValuePointer
     }
     check_record(&header, record, ptr.segment, ptr.offset).ok()?;
     let value = header.value_range();
-    Some(span.slice(start + value.start..start + value.end))
+    Some(start + value.start..start + value.end)
+}
+
+/// `range` of `span`, the span's last use. A range that ends the span is the span itself,
+/// advanced: `slice` would make a buffer read as one piece shareable, which costs an allocation
+/// (the common case of a run of one value, when values are scattered).
+fn take_range(mut span: Bytes, range: Range<usize>) -> Bytes {
+    if range.end == span.len() {
+        span.advance(range.start);
+        span
+    } else {
+        span.slice(range)
+    }
 }
 
 /// A request for the record at `offset` of `segment`, for tests.
