@@ -12,10 +12,13 @@
 //!    records, in key order, to the write path as relocations: the leader re-checks every pointer
 //!    (a concurrent user write of the key always wins), appends the survivors, syncs, and only
 //!    then publishes their pointers;
-//! 3. sync the log, count every segment's garbage with one walk over the index, and clean, as
-//!    ordinary GC victims, the old segments that now hold no live record: each is scanned (its
-//!    validity check finds nothing to copy), its removal recorded in the MANIFEST, and its file
-//!    deleted once no snapshot or iterator older than the rewrite is open.
+//! 3. sync the log and compact the range in the index: the rewrite gave every key in it a second
+//!    version, and until a compaction drops the old ones a scan merges both (docs/design.md,
+//!    "Key-order rewrite");
+//! 4. count every segment's garbage with one walk over the index, and clean, as ordinary GC
+//!    victims, the old segments that now hold no live record: each is scanned (its validity
+//!    check finds nothing to copy), its removal recorded in the MANIFEST, and its file deleted
+//!    once no snapshot or iterator older than the rewrite is open.
 //!
 //! A crash at any point leaves acknowledged writes intact: a relocation that was not synced was
 //! never published (recovery replays only what the log holds, and a rewritten value is just a
@@ -65,7 +68,8 @@ impl Db {
     /// Rewrites the separated values of the keys in `[begin, end]` (`None` = unbounded, as in
     /// [`Db::compact_range`]; both `None` covers every key, named keyspaces included) at the
     /// value-log head in key order, so a later scan of the range reads the log sequentially
-    /// (WiscKey's remedy for range queries after a random load). Then collects, as ordinary GC
+    /// (WiscKey's remedy for range queries after a random load). Then compacts the range in the
+    /// index, which drops the versions the rewrite replaced, and collects, as ordinary GC
     /// victims, the segments written before the call that no longer hold a live record.
     ///
     /// A concurrent write of a key always wins over its rewrite. Values an open snapshot or
@@ -136,6 +140,10 @@ impl Db {
             // records dead, before any old segment can go.
             inner.sync_log()?;
         }
+        // The old versions are shadowed now; dropping them keeps scans of the range from
+        // merging two versions of every key (the index holds keys and pointers only, so this
+        // costs little next to the rewrite itself).
+        self.compact_range(begin, end)?;
         outcome.gc = self.release_emptied_segments(first_new)?;
         Ok(outcome)
     }
@@ -199,6 +207,20 @@ mod tests {
         Ok(pointers)
     }
 
+    /// Every version the index holds, shadowed ones included.
+    fn versions_in_index(db: &Db) -> Result<usize> {
+        let inner = db.inner.as_ref();
+        let seq = SequenceNumber(inner.last_sequence.load(Ordering::Acquire));
+        let mut it = inner.index.iter(seq, false)?;
+        it.seek_to_first()?;
+        let mut versions = 0;
+        while it.valid() {
+            versions += 1;
+            it.next()?;
+        }
+        Ok(versions)
+    }
+
     fn in_log_order(pointers: &[ValuePointer]) -> bool {
         pointers.windows(2).all(|w| (w[0].segment, w[0].offset) < (w[1].segment, w[1].offset))
     }
@@ -225,6 +247,8 @@ mod tests {
         let pointers = pointers_in_key_order(&db)?;
         assert_eq!(pointers.len(), 800);
         assert!(in_log_order(&pointers), "values are not in key order after the rewrite");
+        // The versions the rewrite replaced were compacted away: scans merge one per key.
+        assert_eq!(versions_in_index(&db)?, 800);
         for k in 0..800u64 {
             assert_eq!(db.get(format!("key{k:05}"))?.as_deref(), Some(&vec![(k % 251) as u8; 600][..]));
         }
