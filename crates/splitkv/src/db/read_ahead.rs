@@ -50,7 +50,8 @@ const MIN_EVICTED_RETURNS: u64 = 16;
 const READAROUND_RETRY_ENTRIES: u64 = 1 << 20;
 /// A batch of values found in memory that the cursor reads in one go (see
 /// [`Window::take_value`]) ends after this many values or once it holds this many bytes: small
-/// enough that the copy is still in the CPU's cache when the values' checksums are checked.
+/// enough that the copies are still in the CPU's cache when their checksums are checked, and
+/// that a short scan copies little it will not visit.
 const MEMORY_BATCH_ENTRIES: usize = 64;
 const MEMORY_BATCH_BYTES: u64 = 64 << 10;
 /// Most entries in one read-ahead window.
@@ -127,8 +128,8 @@ impl Window {
 
     /// The value of request `request` as read ahead: from the pool's read if it had one, and
     /// otherwise (the value was found in memory) from a batch read of it and the values in
-    /// memory after it, which costs one copy and one allocation per run of neighbouring values
-    /// in the log instead of one per value. `None` if the value could not be read this way
+    /// memory after it ([`ValueLog::read_values_in_memory`]: one allocation per batch instead of
+    /// one per value). `None` if the value could not be read this way
     /// (not yet flushed, a failed read or check); the caller then reads it alone, which yields
     /// the value or the real error.
     pub(super) fn take_value(&mut self, request: usize, vlog: &ValueLog) -> Option<Bytes> {
@@ -151,7 +152,7 @@ impl Window {
                     fits
                 })
                 .collect();
-            let values = vlog.read_values(&self.keys, &self.requests, &batch, ReadPath::Memory);
+            let values = vlog.read_values_in_memory(&self.keys, &self.requests, &batch);
             self.in_memory.extend(batch.into_iter().zip(values));
         }
         self.in_memory.pop_front().and_then(|(_, value)| value)
@@ -249,7 +250,7 @@ impl ResidencyCheck<'_> {
         }
         let cached = match self.path {
             ReadPath::PageCache => self.vlog.will_need(ptr, self.readaround),
-            ReadPath::Direct | ReadPath::Memory => self.vlog.in_memory(ptr, self.readaround),
+            ReadPath::Direct => self.vlog.in_memory(ptr, self.readaround),
         };
         let chunk = chunk(ptr, self.readaround);
         if self.readaround > 0 {

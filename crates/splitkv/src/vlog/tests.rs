@@ -684,6 +684,32 @@ fn prefetched_values_of_records_with_prevs_are_the_values() {
 }
 
 #[test]
+fn values_read_in_memory_are_the_values_and_bad_requests_read_as_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = ValueLog::open(os(), dir.path(), opts(1 << 20, 1 << 16)).unwrap();
+    let ptrs = append(&log, &[put(1, "a", &[1; 1100]), put(2, "b", &[2; 30]), put(3, "c", &[3; 1100])]);
+    log.flush_buffer().unwrap();
+    // Still in the write buffer: not in the file yet.
+    let unflushed = append(&log, &[put(4, "d", b"later")])[0];
+    let gone = ValuePointer { segment: SegmentId(99), ..ptrs[0] };
+    let keys = Bytes::from_static(b"abcdx");
+    let request = |pointer, key: usize| prefetch::ValueRequest { pointer, key: key..key + 1 };
+    let requests = [
+        request(ptrs[0], 0),
+        request(ptrs[1], 4), // the record belongs to "b", not "x"
+        request(ptrs[2], 2),
+        request(unflushed, 3),
+        request(gone, 0),
+        request(ptrs[1], 1),
+    ];
+    let values = log.read_values_in_memory(&keys, &requests, &[0, 1, 2, 3, 4, 5]);
+    let expected: [Option<&[u8]>; 6] = [Some(&[1; 1100]), None, Some(&[3; 1100]), None, None, Some(&[2; 30])];
+    assert_eq!(values.iter().map(Option::as_deref).collect::<Vec<_>>(), expected);
+    // The unflushed value is still readable the plain way, which is what the cursor falls back to.
+    assert_eq!(log.read(&unflushed, b"d").unwrap(), &b"later"[..]);
+}
+
+#[test]
 fn a_flipped_prev_byte_is_corruption_not_truncation() {
     for delta in
         [RECORD_HEADER_LEN as u64, RECORD_HEADER_LEN as u64 + 9, (RECORD_HEADER_LEN + PREV_POINTER_LEN) as u64 - 1]
