@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The per-operation comparison: db_bench's fillseq, fillrandom, overwrite, readrandom and readseq
 # at 100-byte and 1 KiB values, 1M keys (16-byte keys, incompressible values), one thread, each
-# engine with its default options; then fillrandom at 1 KiB with two writer threads (each
-# thread writes NUM/2 keys, so the total matches the one-thread run); then, at 1 KiB, a scan
+# engine with its default options; then fillrandom at 1 KiB with two writer threads, twice: as
+# db_bench runs it (--num=NUM/2: each thread writes NUM/2 keys drawn from NUM/2, so the total
+# matches the one-thread run but overwrites twice as often), and over the one-thread run's key
+# space (--num=NUM --writes=NUM/2: the same work as one thread, split over two); then, at 1 KiB, a scan
 # after a random load: fillrandom,readseq,readseq, where splitkv first rewrites its value log in
 # key order (fillrandom,rewritelog,readseq,readseq; the last scan is compared, warm for every
 # engine). Rounds are interleaved
@@ -46,6 +48,10 @@ for round in $(seq 1 "$ROUNDS"); do
         run "$BENCH_BIN" --engine="$engine" --num=$((NUM / 2)) --threads=2 --value_size=1024 \
             --compression_ratio=1 --benchmarks=fillrandom --db="$DB_DIR/db" \
             >"$OUT/$engine-1024-t2-round$round.txt"
+        rm -rf "$DB_DIR/db"
+        run "$BENCH_BIN" --engine="$engine" --num="$NUM" --writes=$((NUM / 2)) --threads=2 --value_size=1024 \
+            --compression_ratio=1 --benchmarks=fillrandom --db="$DB_DIR/db" \
+            >"$OUT/$engine-1024-t2same-round$round.txt"
         rm -rf "$DB_DIR/db"
         scan=fillrandom,readseq,readseq
         [[ $engine == splitkv ]] && scan=fillrandom,rewritelog,readseq,readseq

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Summarizes the raw output of bench/per_op/run.sh: per value size and benchmark, each engine's
-median (µs/op, or MB/s for readseq and the two-thread fill) and splitkv's throughput ratio to
+median (µs/op, or MB/s for readseq and the two-thread fills) and splitkv's throughput ratio to
 each peer, computed per round (the rounds interleave the engines) and then the median, with the
 range over rounds. A file's last line for a benchmark counts (the scan row's second readseq).
+Then, per engine, each two-thread fill's throughput over the one-thread fillrandom of the same
+round (1 KiB): whether a second writer adds to or takes from the total.
 
 usage: bench/per_op/summarize.py DIR
 """
@@ -13,6 +15,12 @@ import sys
 
 LINE = re.compile(r"^(\w+)\s*:\s*([0-9.]+) micros/op;(?:\s+([0-9.]+) MB/s)?")
 ORDER = ["fillseq", "fillrandom", "overwrite", "readrandom", "readseq"]
+THREADS_LABEL = {
+    "t2": " --threads=2",
+    "t2same": " --threads=2 --writes=NUM/2 (one thread's keys and total)",
+    "rw": " after fillrandom (splitkv: then rewritelog)",
+}
+TWO_THREADS = ["t2", "t2same"]
 
 
 def load(directory):
@@ -31,7 +39,7 @@ def load(directory):
 def throughput(bench, threads, value):
     """A number that grows with speed: MB/s for scans and the two-thread fill, else ops/µs."""
     micros, mbs = value
-    return mbs if bench == "readseq" or threads == "t2" else 1.0 / micros
+    return mbs if bench == "readseq" or threads.startswith("t2") else 1.0 / micros
 
 
 def main(directory):
@@ -43,7 +51,7 @@ def main(directory):
     print(header)
     print("|---|---|" + "---:|" * (len(engines) + len(peers)))
     rows = [(size, "t1", b) for size in (100, 1024) for b in ORDER]
-    rows += [(1024, "t2", "fillrandom"), (1024, "rw", "readseq")]
+    rows += [(1024, "t2", "fillrandom"), (1024, "t2same", "fillrandom"), (1024, "rw", "readseq")]
     for size, threads, bench in rows:
         cells = []
         for engine in engines:
@@ -51,7 +59,7 @@ def main(directory):
             if not values:
                 cells.append("")
                 continue
-            if bench == "readseq" or threads == "t2":
+            if bench == "readseq" or threads.startswith("t2"):
                 cells.append(f"{statistics.median(v[1] for v in values):.1f} MB/s")
             else:
                 cells.append(f"{statistics.median(v[0] for v in values):.3f} µs")
@@ -65,8 +73,21 @@ def main(directory):
                 f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f})" if ratios else "")
         if not any(cells):
             continue
-        name = bench + {"t2": " --threads=2", "rw": " after fillrandom (splitkv: then rewritelog)"}.get(threads, "")
+        name = bench + THREADS_LABEL.get(threads, "")
         print(f"| {size} B | {name} | " + " | ".join(cells) + " |")
+    print()
+    print("| engine | " + " | ".join(f"`fillrandom{THREADS_LABEL[t]}` / one thread" for t in TWO_THREADS) + " |")
+    print("|---|" + "---:|" * len(TWO_THREADS))
+    for engine in engines:
+        cells = []
+        for threads in TWO_THREADS:
+            ratios = []
+            for r in rounds:
+                one, two = runs.get((engine, 1024, "t1", "fillrandom", r)), runs.get((engine, 1024, threads, "fillrandom", r))
+                if one and two and one[1] and two[1]:
+                    ratios.append(two[1] / one[1])
+            cells.append(f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f})" if ratios else "")
+        print(f"| {engine} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

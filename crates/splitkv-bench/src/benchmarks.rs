@@ -17,10 +17,19 @@ use crate::ycsb::{self, InsertCounter, KeyChooser, Operation, SplitMix64};
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Workload {
     pub(crate) num: u64,
+    /// Writes per thread of the fill and overwrite benchmarks if `--writes` set them, else `num`.
+    pub(crate) writes: Option<u64>,
     pub(crate) reads: u64,
     pub(crate) value_size: usize,
     pub(crate) entries_per_batch: usize,
     pub(crate) sync: bool,
+}
+
+impl Workload {
+    /// Writes per thread of a fill or overwrite benchmark.
+    pub(crate) fn write_count(&self) -> u64 {
+        self.writes.unwrap_or(self.num)
+    }
 }
 
 /// The size of every record a run has written, indexed by key number, so that space
@@ -211,9 +220,8 @@ pub(crate) fn expected_ops(name: &str, workload: &Workload, threads: usize, flag
         "deleterange" => Some(u64::from(flags.delete_ranges)),
         // Each thread walks at most the whole key space.
         "readseq" | "readreverse" => Some(workload.reads.min(workload.num) * threads),
-        _ if name.starts_with("fill") || name.starts_with("delete") || name == "overwrite" => {
-            Some(workload.num * threads)
-        }
+        _ if name.starts_with("fill") || name == "overwrite" => Some(workload.write_count() * threads),
+        _ if name.starts_with("delete") => Some(workload.num * threads),
         _ => Some(workload.reads * threads),
     }
 }
@@ -246,8 +254,9 @@ pub(crate) fn write_random(ctx: &Context<'_>, thread: &mut ThreadState) -> Bench
 
 pub(crate) fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: bool) -> BenchResult<()> {
     let w = ctx.workload;
-    if w.num != u64::from(ctx.flags.num) {
-        thread.stats.add_message(&format!("({} ops)", w.num));
+    let ops = w.write_count();
+    if ops != u64::from(ctx.flags.num) {
+        thread.stats.add_message(&format!("({ops} ops)"));
     }
     let mut values = ValueGenerator::new(ctx.flags.compression_ratio);
     let mut key = KeyBuffer::for_flags(ctx.flags);
@@ -256,8 +265,8 @@ pub(crate) fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: 
     let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(w.entries_per_batch);
     let mut i = 0u64;
     // Random writes may run for `--duration` instead (db_bench times only those).
-    let mut budget = Budget::new(w.num.div_ceil(batch_len), if sequential { 0 } else { ctx.flags.duration });
-    while (budget.deadline.is_some() || i < w.num) && !budget.done(1) {
+    let mut budget = Budget::new(ops.div_ceil(batch_len), if sequential { 0 } else { ctx.flags.duration });
+    while (budget.deadline.is_some() || i < ops) && !budget.done(1) {
         let mut next_key = |j: u64| if sequential { i + j } else { u64::from(thread.rand.uniform(ctx.flags.num)) };
         if batch_len == 1 {
             let k = next_key(0);
@@ -268,7 +277,7 @@ pub(crate) fn do_write(ctx: &Context<'_>, thread: &mut ThreadState, sequential: 
         } else {
             batch.clear();
             // Sequential keys stop at `num`: the last batch may be short.
-            let len = if sequential { batch_len.min(w.num - i) } else { batch_len };
+            let len = if sequential { batch_len.min(ops - i) } else { batch_len };
             for j in 0..len {
                 let k = next_key(j);
                 batch.push((key.set(k).to_vec(), values.generate(w.value_size).to_vec()));

@@ -51,6 +51,10 @@ pub struct Flags {
     pub num: u32,
     /// Number of read operations; negative means `num`.
     pub reads: i64,
+    /// Writes per thread of the fill and overwrite benchmarks (RocksDB's db_bench
+    /// `--writes`); negative means `num`. Keys are still drawn from `num`, so two threads with
+    /// `--writes` at half of `--num` do the work of one thread over the same key space.
+    pub writes: i64,
     /// Size of each value in bytes.
     pub value_size: usize,
     /// Fraction of each value that survives compression (the generator repeats random bytes).
@@ -213,6 +217,7 @@ impl Default for Flags {
             benchmarks: split_benchmarks(DEFAULT_BENCHMARKS),
             num: 1_000_000,
             reads: -1,
+            writes: -1,
             value_size: 100,
             compression_ratio: 0.5,
             threads: 1,
@@ -292,6 +297,12 @@ impl Flags {
         u64::try_from(self.reads).unwrap_or(u64::from(self.num))
     }
 
+    /// Writes per thread of the fill and overwrite benchmarks: `--writes`, or `None` (the
+    /// benchmark's own count, `--num` or a share of it) when it is negative.
+    pub fn writes_per_thread(&self) -> Option<u64> {
+        u64::try_from(self.writes).ok()
+    }
+
     /// Bytes of one YCSB record (all its fields).
     pub fn ycsb_record_size(&self) -> usize {
         self.ycsb_field_count * self.ycsb_field_length
@@ -366,6 +377,7 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --readwritepercent=N (90, readrandomwriterandom)  --seek_nexts=N (0, seekrandom)
   --report_interval_seconds=S (0: off)  --report_file=FILE (report.jsonl; JSON lines)
   --num=N (1000000)  --reads=N (-1: num)  --value_size=N (100)  --compression_ratio=F (0.5)
+  --writes=N (-1: num; per thread, fill and overwrite benchmarks, keys still drawn from num)
   --threads=N (1)  --db=PATH  --use_existing_db=BOOL  --histogram=BOOL  --stats=BOOL  --sync=BOOL
   --seed=N (1000)  --key_prefix=N (0)  --engine=splitkv|leveldb|rocksdb|fjall  --json=FILE
   --allow_handicapped_peer=BOOL (run a peer built from bundled source or without optimisation)
@@ -470,6 +482,7 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
                 u32::try_from(n).ok().filter(|n| *n < i32::MAX as u32).ok_or_else(|| bad("an integer below 2^31"))?;
         }
         "reads" => flags.reads = text()?.parse().map_err(|_| bad("an integer"))?,
+        "writes" => flags.writes = text()?.parse().map_err(|_| bad("an integer"))?,
         "value_size" => flags.value_size = size()?,
         "compression_ratio" => {
             flags.compression_ratio =

@@ -135,6 +135,7 @@ impl<'f> Runner<'f> {
         for (position, name) in self.flags.benchmarks.iter().enumerate() {
             let mut workload = Workload {
                 num: u64::from(self.flags.num),
+                writes: self.flags.writes_per_thread(),
                 reads: self.flags.reads_per_thread(),
                 value_size: self.flags.value_size,
                 // RocksDB's db_bench: `--batch_size` writes per batch (`fillbatch` says 1000).
@@ -428,7 +429,7 @@ mod tests {
     use benchmarks::thread_share;
 
     fn workload() -> Workload {
-        Workload { num: 1_000_000, reads: 1_000_000, value_size: 100, entries_per_batch: 1, sync: false }
+        Workload { num: 1_000_000, writes: None, reads: 1_000_000, value_size: 100, entries_per_batch: 1, sync: false }
     }
 
     #[test]
@@ -527,6 +528,29 @@ mod tests {
     }
 
     #[test]
+    fn writes_set_the_fill_count_per_thread_and_keys_still_come_from_num() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = flags::parse([
+            format!("--db={}", dir.path().join("db").display()),
+            "--benchmarks=fillrandom,readseq".to_owned(),
+            "--num=2000".to_owned(),
+            "--writes=700".to_owned(),
+            "--threads=2".to_owned(),
+        ])
+        .unwrap();
+        let mut runner = Runner::new(&flags);
+        runner.run().unwrap();
+        let by_name = |n: &str| runner.results.iter().find(|m| m.name == n).unwrap_or_else(|| panic!("{n} ran"));
+        let fill = by_name("fillrandom");
+        assert_eq!(fill.ops, 1400);
+        assert!(fill.message.contains("(700 ops)"), "{}", fill.message);
+        // 1400 random keys drawn from 2000: well over the 700 that keys below 700 would allow,
+        // and at most 1400. Each of the two scans counts what it visits.
+        let keys = by_name("readseq").ops / 2;
+        assert!((800..=1400).contains(&keys), "{keys} distinct keys");
+    }
+
+    #[test]
     fn parity_workloads_run_on_splitkv_with_a_time_series_report() {
         let dir = tempfile::tempdir().unwrap();
         let report = dir.path().join("report.jsonl");
@@ -617,10 +641,13 @@ mod tests {
     #[test]
     fn progress_bars_expect_each_benchmarks_operation_count() {
         let flags = flags::parse(["--num=1000", "--reads=300", "--ycsb_records=50", "--ycsb_ops=70"]).unwrap();
-        let w = Workload { num: 1000, reads: 300, value_size: 100, entries_per_batch: 1, sync: false };
+        let w = Workload { num: 1000, writes: None, reads: 300, value_size: 100, entries_per_batch: 1, sync: false };
         assert_eq!(expected_ops("fillrandom", &w, 2, &flags), Some(2000));
         assert_eq!(expected_ops("overwrite", &w, 1, &flags), Some(1000));
         assert_eq!(expected_ops("deleteseq", &w, 1, &flags), Some(1000));
+        let halved = Workload { writes: Some(500), ..w };
+        assert_eq!(expected_ops("fillrandom", &halved, 2, &flags), Some(1000));
+        assert_eq!(expected_ops("deleteseq", &halved, 1, &flags), Some(1000), "--writes is for writes");
         assert_eq!(expected_ops("readrandom", &w, 3, &flags), Some(900));
         assert_eq!(expected_ops("readseq", &Workload { reads: 5000, ..w }, 1, &flags), Some(1000));
         assert_eq!(expected_ops("deletefraction", &w, 4, &flags), Some(500));
