@@ -175,7 +175,9 @@ impl DbIterator {
     }
 
     /// The current value, read from the value log now if the cursor did not load it
-    /// ([`ReadOptions::keys_only`]); otherwise a cheap handle to the loaded value.
+    /// ([`ReadOptions::keys_only`]); otherwise a cheap handle to the loaded value. A value read
+    /// ahead shares its buffer with its neighbours in the log (up to 64 KiB of values found in
+    /// memory, or a read of up to 1 MiB), which the handle keeps alive: copy values kept long.
     pub fn read_value(&mut self) -> Result<Bytes> {
         if !self.valid() {
             return Err(Error::InvalidArgument("the iterator is not positioned on an entry".into()));

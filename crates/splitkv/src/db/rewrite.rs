@@ -135,15 +135,18 @@ impl Db {
                 it.next()?;
             }
             self.rewrite_chunk(&mut chunk, current_at, &mut outcome)?;
+            // The cursor's snapshot would keep the replaced versions through the compaction below.
+            drop(it);
             // The copies are durable from here on (over an index that does not apply durably,
             // their batches were not synced), and so are the user writes that made the old
             // records dead, before any old segment can go.
             inner.sync_log()?;
+            // The old versions are shadowed now; dropping them keeps scans of the range from
+            // merging two versions of every key (the index holds keys and pointers only, so
+            // this costs little next to the rewrite itself). Still under the guard, so the
+            // compaction moves no value out of the order just written.
+            self.compact_range(begin, end)?;
         }
-        // The old versions are shadowed now; dropping them keeps scans of the range from
-        // merging two versions of every key (the index holds keys and pointers only, so this
-        // costs little next to the rewrite itself).
-        self.compact_range(begin, end)?;
         outcome.gc = self.release_emptied_segments(first_new)?;
         Ok(outcome)
     }

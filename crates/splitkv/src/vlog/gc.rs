@@ -315,8 +315,9 @@ impl GarbageCollector {
     /// Holds off every run, like [`GarbageCollector::hold_runs`], for a key-order rewrite of the
     /// log: runs would relocate records the rewrite has not reached yet in segment order (out of
     /// key order), and no segment is deleted under the rewrite's reads. Until the guard drops,
-    /// writers over a space limit do not wait for GC ([`GarbageCollector::can_relieve_space`]
-    /// answers false): none can run.
+    /// compactions move no values ([`GarbageCollector::plan_moves`] plans none), and writers over
+    /// a space limit do not wait for GC ([`GarbageCollector::can_relieve_space`] answers false):
+    /// none can run.
     pub fn hold_runs_for_rewrite(&self) -> RewriteGuard<'_> {
         let runs = self.run_lock.lock();
         self.rewriting.store(true, Ordering::Release);
@@ -509,6 +510,11 @@ impl GarbageCollector {
     /// there (what GC itself would clean next). With no limit: those past the garbage ratio.
     /// Segments nothing points into are GC's to release, never planned.
     pub fn plan_moves(&self, host: &dyn GcHost, among: &mut dyn Iterator<Item = SegmentId>) -> Result<Vec<SegmentId>> {
+        // A key-order rewrite relocates every value it reaches, in key order: a move during it
+        // copies a value the rewrite copies again, or moves a rewritten one out of its place.
+        if self.rewriting.load(Ordering::Acquire) {
+            return Ok(Vec::new());
+        }
         let eligible = host.eligible_segments()?;
         let unreferenced: HashSet<SegmentId> =
             eligible.iter().map(|s| s.id).filter(|&id| !host.may_be_referenced(id)).collect();
@@ -1016,6 +1022,12 @@ mod tests {
         let plan = |among: &[u64]| gc.plan_moves(&host, &mut among.iter().map(|&id| SegmentId(id))).expect("plan");
         assert_eq!(plan(&[1, 2, 3, 4, 5]), vec![SegmentId(3), SegmentId(4)]);
         assert_eq!(plan(&[2, 4]), vec![SegmentId(4)], "only what the compaction's inputs point into");
+        // During a key-order rewrite nothing is moved: the rewrite relocates every value itself.
+        {
+            let _rewrite = gc.hold_runs_for_rewrite();
+            assert!(plan(&[1, 2, 3, 4, 5]).is_empty());
+        }
+        assert_eq!(plan(&[1, 2, 3, 4, 5]), vec![SegmentId(3), SegmentId(4)]);
         // Below the point where GC starts, nothing is moved.
         let calm = FixedHost { log_bytes: 12_300, ..host };
         assert!(gc.plan_moves(&calm, &mut [3, 4].map(SegmentId).into_iter()).expect("plan").is_empty());
