@@ -143,8 +143,8 @@ enum Command {
     /// Value-log garbage collection: flush, compact, clean every segment holding garbage.
     Gc { db: PathBuf },
     /// Rewrite the value log's live values in key order (over `--from`..=`--to`, every key by
-    /// default) so later scans read the log sequentially, then release the segments it emptied.
-    /// LSM index only.
+    /// default) so later scans read the log sequentially, compact the range in the index, then
+    /// release the segments it emptied. LSM index only.
     RewriteLog {
         db: PathBuf,
         /// First key to rewrite (inclusive).
