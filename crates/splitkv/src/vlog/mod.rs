@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 
@@ -408,13 +408,9 @@ impl ValueLog {
         if bytes.get(header.key_range()) != Some(key) {
             return Err(Error::corruption(&segment.path, ptr.offset, "record key differs from the key looked up"));
         }
-        // The value ends the record (`fetch` checked the length), so dropping the bytes before
-        // it leaves the value. Unlike `slice`, this keeps the buffer's plain vector form, which
-        // costs no second allocation.
-        debug_assert_eq!(header.value_range().end, bytes.len());
-        let mut value = Bytes::from(bytes);
-        value.advance(header.value_range().start);
-        Ok(value)
+        // The value ends the record (`fetch` checked the length): the buffer keeps its one
+        // allocation.
+        Ok(prefetch::take_range(Bytes::from(bytes), header.value_range()))
     }
 
     /// Reads and validates the whole record at `ptr`, predecessor pointer included: the step a

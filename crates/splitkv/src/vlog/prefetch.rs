@@ -422,8 +422,9 @@ fn value_in_span(span: &[u8], span_start: u64, version: u32, ptr: &ValuePointer,
 
 /// `range` of `span`, the span's last use. A range that ends the span is the span itself,
 /// advanced: `slice` would make a buffer read as one piece shareable, which costs an allocation
-/// (the common case of a run of one value, when values are scattered).
-fn take_range(mut span: Bytes, range: Range<usize>) -> Bytes {
+/// (the common case of a run of one value, when values are scattered, and of a single value
+/// read by [`ValueLog::read`]).
+pub(super) fn take_range(mut span: Bytes, range: Range<usize>) -> Bytes {
     if range.end == span.len() {
         span.advance(range.start);
         span
