@@ -2,11 +2,11 @@
 //!
 //! A hint only: it never faults, reads nothing into the program and may be dropped. It pays
 //! where the hardware prefetcher cannot guess the next address: a linked node (a memtable
-//! cursor's next one) or a scattered word (a survey's live-map marks).
+//! cursor's next one), a scattered word (a survey's live-map marks) or a scattered record (a
+//! scan's next values in the log).
 
 /// Bytes per cache line on the CPUs this is tuned for.
-#[cfg(target_arch = "x86_64")]
-const LINE: usize = 64;
+pub(crate) const LINE: usize = 64;
 
 /// Asks for the `lines` cache lines from `start` on. Any address is allowed: nothing is read.
 pub(crate) fn cache_lines_at(start: *const u8, lines: usize) {

@@ -308,6 +308,10 @@ impl RandomAccessFile for FaultyRandomAccessFile {
     fn will_need(&self, offset: u64, len: u64) {
         self.inner.will_need(offset, len);
     }
+
+    fn prefetch_in_memory(&self, offset: u64, len: u64) {
+        self.inner.prefetch_in_memory(offset, len);
+    }
 }
 
 struct FaultyMappedFile {

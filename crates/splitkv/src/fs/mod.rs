@@ -125,6 +125,11 @@ pub trait RandomAccessFile: Send + Sync {
     /// Hints that `len` bytes at `offset` will be read soon, so the implementation may start
     /// loading them in the background; it may ignore the hint.
     fn will_need(&self, _offset: u64, _len: u64) {}
+    /// Hints that `len` bytes at `offset`, already in memory, will be copied out soon, so the CPU
+    /// may start loading them into its caches; it may ignore the hint. An implementation that
+    /// serves reads from a memory map asks for the bytes' cache lines there: a scan that copies
+    /// scattered values one after another otherwise waits for memory once per value.
+    fn prefetch_in_memory(&self, _offset: u64, _len: u64) {}
 }
 
 /// Held while a database directory is locked; dropping it releases the lock.

@@ -190,6 +190,12 @@ impl RandomAccessFile for OsRandomAccessFile {
             fadvise(&self.file, off, len, libc::POSIX_FADV_WILLNEED);
         }
     }
+
+    fn prefetch_in_memory(&self, offset: u64, len: u64) {
+        if let Some(bytes) = usize::try_from(len).ok().and_then(|len| self.mapped(offset, len)) {
+            crate::prefetch::cache_lines_at(bytes.as_ptr(), bytes.len().div_ceil(crate::prefetch::LINE));
+        }
+    }
 }
 
 /// `posix_fadvise` on `file`. A hint only: failure changes nothing but speed, so it is ignored.
@@ -511,6 +517,11 @@ mod tests {
         assert!(reader.is_cached(0, 0));
         reader.will_need(4096, 8192);
         reader.will_need(60_000, 1 << 20); // past the end: still only a hint
+
+        // Cache-line hints anywhere, the map's edges and past them included, change nothing.
+        for (offset, len) in [(5000, 3000), (0, 0), (60_000, 1 << 20), (u64::MAX - 10, 100), (0, u64::MAX)] {
+            reader.prefetch_in_memory(offset, len);
+        }
         let mut buf = vec![0u8; 3000];
         reader.read_exact_at(5000, &mut buf)?;
         assert_eq!(buf, data[5000..8000]);
