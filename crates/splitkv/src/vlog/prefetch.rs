@@ -357,25 +357,27 @@ impl ValueLog {
         let mut placed = Vec::with_capacity(indices.len());
         {
             let segments = self.segments.read();
-            let readable = |i: usize| {
-                let ptr = requests[i].pointer;
-                segments
-                    .get(&ptr.segment)
-                    .filter(|segment| ptr.offset >= SEGMENT_HEADER_LEN && ptr.end() <= segment.readable_len())
-                    .map(|segment| (segment, ptr))
-            };
-            let ask_for = |i: usize| {
-                if let Some((segment, ptr)) = readable(i) {
+            // Each record's segment, looked up once, if the record lies within what is readable.
+            let located: Vec<_> = indices
+                .iter()
+                .map(|&i| {
+                    let ptr = requests[i].pointer;
+                    segments
+                        .get(&ptr.segment)
+                        .filter(|segment| ptr.offset >= SEGMENT_HEADER_LEN && ptr.end() <= segment.readable_len())
+                        .map(|segment| (segment, ptr))
+                })
+                .collect();
+            let ask_for = |n: usize| {
+                if let Some(Some((segment, ptr))) = located.get(n) {
                     segment.file.prefetch_in_memory(ptr.offset, u64::from(ptr.len));
                 }
             };
-            indices.iter().take(RECORDS_AHEAD).for_each(|&i| ask_for(i));
-            for (n, &i) in indices.iter().enumerate() {
-                if let Some(&ahead) = indices.get(n + RECORDS_AHEAD) {
-                    ask_for(ahead);
-                }
+            (0..RECORDS_AHEAD).for_each(ask_for);
+            for (n, record) in located.iter().enumerate() {
+                ask_for(n + RECORDS_AHEAD);
                 let start = buffer.len();
-                let version = readable(i).and_then(|(segment, ptr)| {
+                let version = record.and_then(|(segment, ptr)| {
                     buffer.resize(start + ptr.len as usize, 0);
                     match segment.file.read_exact_at(ptr.offset, &mut buffer[start..]) {
                         Ok(()) => Some(segment.version),
