@@ -50,7 +50,7 @@ use crate::options::ReadOptions;
 use crate::snapshot::Snapshot;
 use crate::stats::Counters;
 use crate::types::SequenceNumber;
-use crate::vlog::prefetch::{plan_reads, ReadPath, ValueRequest};
+use crate::vlog::prefetch::{plan_reads, take_memory_batch, ReadPath, ValueRequest};
 
 /// What [`Db::multi_get`] returns: one entry per key, in the caller's order.
 pub type MultiGetResult = Result<Vec<Option<Bytes>>>;
@@ -332,9 +332,21 @@ impl DbInner {
             reads.push(self.prefetch.submit(move || vlog.read_values(&keys, &requests, &group, ReadPath::PageCache)));
         }
         let read_here = |request: &ValueRequest| self.vlog.read(&request.pointer, &keys[request.key.clone()]);
-        // Values in memory first, while the pool waits for the device.
-        let here: Vec<Option<Result<Bytes>>> =
-            requests.iter().zip(&slots).map(|(request, slot)| slot.is_none().then(|| read_here(request))).collect();
+        // Values in memory first, while the pool waits for the device: in batches that share a
+        // buffer and overlap their loads (`ValueLog::read_values_in_memory`). A value a batch
+        // could not deliver is read alone, for `get`'s exact answer.
+        let mut here: Vec<Option<Result<Bytes>>> = (0..requests.len()).map(|_| None).collect();
+        let mut in_memory = (0..requests.len()).filter(|&i| slots[i].is_none());
+        loop {
+            let batch = take_memory_batch(&requests, &mut in_memory);
+            if batch.is_empty() {
+                break;
+            }
+            let values = self.vlog.read_values_in_memory(&keys, &requests, &batch);
+            for (i, value) in batch.into_iter().zip(values) {
+                here[i] = Some(value.map_or_else(|| read_here(&requests[i]), Ok));
+            }
+        }
         let mut prefetched: Vec<Vec<Option<Bytes>>> = reads.iter().map(|read| read.wait()).collect();
         here.into_iter()
             .zip(slots)

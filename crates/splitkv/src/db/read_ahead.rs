@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::iter::db_iter::DbIter;
 use crate::iter::{EntryOrigin, InternalIterator};
 use crate::types::{SegmentId, ValueKind, ValuePointer};
-use crate::vlog::prefetch::{chunk, plan_reads, PrefetchPool, ReadPath, Task, ValueRequest};
+use crate::vlog::prefetch::{chunk, plan_reads, take_memory_batch, PrefetchPool, ReadPath, Task, ValueRequest};
 use crate::vlog::ValueLog;
 
 /// Consecutive moves in one direction after which a cursor starts reading ahead while the
@@ -48,12 +48,6 @@ const MIN_EVICTED_RETURNS: u64 = 16;
 /// Entries walked with read-around off after which it is tried again, so a database whose
 /// memory grew (or whose scans changed) does not go without it for good.
 const READAROUND_RETRY_ENTRIES: u64 = 1 << 20;
-/// A batch of values found in memory that the cursor reads in one go (see
-/// [`Window::take_value`]) ends after this many values or once it holds this many bytes: small
-/// enough that the copies are still in the CPU's cache when their checksums are checked, and
-/// that a short scan copies little it will not visit.
-const MEMORY_BATCH_ENTRIES: usize = 64;
-const MEMORY_BATCH_BYTES: u64 = 64 << 10;
 /// Most entries in one read-ahead window.
 pub(super) const MAX_WINDOW_ENTRIES: usize = 4096;
 /// A window ends once its separated values add up to this many bytes: large values get short
@@ -142,16 +136,10 @@ impl Window {
         }
         if self.in_memory.front().is_none_or(|&(i, _)| i != request) {
             self.in_memory.clear();
-            let mut bytes = 0u64;
-            let batch: Vec<usize> = (request..self.requests.len())
-                .filter(|&i| self.request_slots[i].is_none())
-                .take(MEMORY_BATCH_ENTRIES)
-                .take_while(|&i| {
-                    let fits = bytes < MEMORY_BATCH_BYTES;
-                    bytes += u64::from(self.requests[i].pointer.len);
-                    fits
-                })
-                .collect();
+            let batch = take_memory_batch(
+                &self.requests,
+                &mut (request..self.requests.len()).filter(|&i| self.request_slots[i].is_none()),
+            );
             let values = vlog.read_values_in_memory(&self.keys, &self.requests, &batch);
             self.in_memory.extend(batch.into_iter().zip(values));
         }

@@ -216,6 +216,28 @@ pub struct ValueRequest {
     pub key: Range<usize>,
 }
 
+/// A batch of values found in memory read in one go ([`ValueLog::read_values_in_memory`]) ends
+/// after this many values or once it holds this many bytes: small enough that the copies are
+/// still in the CPU's cache when their checksums are checked, that a short scan copies little
+/// it will not visit, and that one value kept long keeps little else alive (a batch shares one
+/// buffer).
+const MEMORY_BATCH_ENTRIES: usize = 64;
+const MEMORY_BATCH_BYTES: u64 = 64 << 10;
+
+/// The next batch for [`ValueLog::read_values_in_memory`] from `candidates` (indices into
+/// `requests`): up to [`MEMORY_BATCH_ENTRIES`] of them, ending with the one that reaches
+/// [`MEMORY_BATCH_BYTES`]. Takes nothing from `candidates` beyond the batch.
+pub fn take_memory_batch(requests: &[ValueRequest], candidates: &mut impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut batch = Vec::new();
+    let mut bytes = 0u64;
+    while batch.len() < MEMORY_BATCH_ENTRIES && bytes < MEMORY_BATCH_BYTES {
+        let Some(i) = candidates.next() else { break };
+        bytes += u64::from(requests[i].pointer.len);
+        batch.push(i);
+    }
+    batch
+}
+
 /// Splits the requests at `order` (indices into `requests`, in any order) into coalesced runs and
 /// then into at most `jobs` groups of roughly equal byte size; returns request indices, grouped,
 /// each group sorted by position.
