@@ -227,7 +227,7 @@ const MEMORY_BATCH_BYTES: u64 = 64 << 10;
 /// The next batch for [`ValueLog::read_values_in_memory`] from `candidates` (indices into
 /// `requests`): up to [`MEMORY_BATCH_ENTRIES`] of them, ending with the one that reaches
 /// [`MEMORY_BATCH_BYTES`]. Takes nothing from `candidates` beyond the batch.
-pub fn take_memory_batch(requests: &[ValueRequest], candidates: &mut impl Iterator<Item = usize>) -> Vec<usize> {
+pub(crate) fn take_memory_batch(requests: &[ValueRequest], candidates: &mut impl Iterator<Item = usize>) -> Vec<usize> {
     let mut batch = Vec::new();
     let mut bytes = 0u64;
     while batch.len() < MEMORY_BATCH_ENTRIES && bytes < MEMORY_BATCH_BYTES {
