@@ -488,6 +488,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn memory_batches_end_at_their_limits_and_take_nothing_beyond() {
+        // 100 small records: the count limit ends batches, and what one leaves the next takes.
+        let small: Vec<ValueRequest> = (0..100).map(|i| request(1, 1000 + 100 * i, 100)).collect();
+        let mut candidates = 0..small.len();
+        let first = take_memory_batch(&small, &mut candidates);
+        assert_eq!(first, (0..MEMORY_BATCH_ENTRIES).collect::<Vec<_>>());
+        assert_eq!(take_memory_batch(&small, &mut candidates), (MEMORY_BATCH_ENTRIES..100).collect::<Vec<_>>());
+        assert!(take_memory_batch(&small, &mut candidates).is_empty());
+        // 20 KiB records: the byte limit ends a batch with the record that reaches it.
+        let large: Vec<ValueRequest> = (0..10).map(|i| request(1, 1000 + (20 << 10) * i, 20 << 10)).collect();
+        let mut candidates = [9, 3, 5, 7, 1, 0].into_iter();
+        assert_eq!(take_memory_batch(&large, &mut candidates), [9, 3, 5, 7]);
+        assert_eq!(candidates.collect::<Vec<_>>(), [1, 0], "the batch took nothing beyond itself");
+    }
+
+    #[test]
     fn plan_keeps_adjacent_records_in_one_group_and_sorts_by_position() {
         // Two contiguous runs in segment 1 (given out of order) and one record in segment 2.
         let requests = [request(1, 1100, 100), request(1, 1000, 100), request(2, 24, 50), request(1, 900_000, 10)];
