@@ -1,7 +1,9 @@
 //! [`FileSystem`] over the operating system.
 //!
 //! Writable files buffer appends in user space (64 KiB) so that many small appends become few
-//! `write(2)` calls; `sync` is `fdatasync` after the buffer is written. Readers map the file's
+//! `write(2)` calls; `sync` is `fdatasync` after the buffer is written. Starting writeback
+//! (`sync_file_range`) is handed to one writeback thread per process, since it promises nothing
+//! about durability; a writer does it itself when that thread is behind. Readers map the file's
 //! bytes as of opening read-only into memory and copy from the map (no system call per read), or,
 //! for [`RandomAccessFile::read_shared`], hand out a slice of it that keeps the map alive;
 //! bytes appended later are read with `pread`, so readers need no lock and see every byte
