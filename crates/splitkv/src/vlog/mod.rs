@@ -2,8 +2,9 @@
 //! values, and deletes) in append order, and the home of separated values (WiscKey).
 //!
 //! The log is a sequence of fixed-size segment files with increasing [`SegmentId`]s. Appends are
-//! whole batches, encoded straight into a user-space buffer and handed to the OS when it fills or
-//! on [`ValueLog::flush_buffer`] / [`ValueLog::sync`]. A batch never spans segments: if it does
+//! whole batches, encoded straight into a user-space buffer and handed to the OS when it fills (by
+//! the log's flusher thread, while appends go on in a second buffer) or on
+//! [`ValueLog::flush_buffer`] / [`ValueLog::sync`]. A batch never spans segments: if it does
 //! not fit in the active segment's remaining space the log rotates first (fsyncing the old
 //! segment), and a batch larger than a segment gets a segment of its own. Recovery
 //! ([`ValueLog::replay`]) hands complete batches back to the caller and truncates a torn tail of
@@ -25,8 +26,9 @@
 //!
 //! Thread-safety: [`ValueLog`] is `Send + Sync`. Appends, flushes and syncs serialize on one
 //! mutex. Reads of flushed bytes take only a short read lock on the segment map and then `pread`
-//! without any lock; only a read of bytes still in the write buffer takes the writer mutex.
-//! Dropping the log without [`ValueLog::sync`] loses buffered appends, exactly like a crash.
+//! without any lock; only a read of bytes still in the write buffer (or on their way to the OS)
+//! takes the writer mutex. Dropping the log without [`ValueLog::sync`] loses buffered appends,
+//! exactly like a crash; a buffer already handed to the flusher thread is written first.
 
 pub mod gc;
 pub mod live_map;
@@ -261,7 +263,7 @@ impl ValueLog {
             return Err(Error::Poisoned("value log has no active segment".into()));
         };
         let segment = active.segment.id;
-        let mut offset = active.flushed + w.buffer.len() as u64;
+        let mut offset = w.active_len(active);
         w.buffer.reserve(usize::try_from(batch_len).unwrap_or(usize::MAX));
         let mut pointers = SmallVec::with_capacity(records.len());
         for (i, rec) in records.iter().enumerate() {
@@ -275,7 +277,7 @@ impl ValueLog {
         }
         if w.buffer.len() >= self.opts.buffer_size {
             let (buffer_size, written) = (self.opts.buffer_size, &self.bytes_written);
-            w.poison_on_error(|w| w.flush_and_start_writeback(buffer_size, written))?;
+            w.poison_on_error(|w| w.flush_in_background(buffer_size, written))?;
         }
         Ok(pointers)
     }
@@ -314,7 +316,7 @@ impl ValueLog {
     /// Ensures an active segment with room for `batch_len` more bytes, rotating if needed.
     fn make_room(&self, w: &mut Writer, batch_len: u64) -> Result<()> {
         if let Some(active) = &w.active {
-            let len = active.flushed + w.buffer.len() as u64;
+            let len = w.active_len(active);
             if len == SEGMENT_HEADER_LEN || len + batch_len <= self.opts.segment_size {
                 return Ok(());
             }
@@ -378,7 +380,7 @@ impl ValueLog {
         let w = &mut *guard;
         w.check_usable()?;
         let Some(active) = w.active.as_ref() else { return Ok(()) };
-        if active.flushed + w.buffer.len() as u64 == SEGMENT_HEADER_LEN {
+        if w.active_len(active) == SEGMENT_HEADER_LEN {
             return Ok(());
         }
         let sealed = Arc::clone(&active.segment);
@@ -485,12 +487,7 @@ impl ValueLog {
             let w = self.writer.lock();
             if let Some(active) = w.active.as_ref().filter(|a| a.segment.id == segment.id) {
                 if end > active.flushed {
-                    let buffer_end = active.flushed + w.buffer.len() as u64;
-                    if offset < active.flushed || end > buffer_end {
-                        return Ok(None);
-                    }
-                    let start = (offset - active.flushed) as usize;
-                    return Ok(w.buffer.get(start..start + len).map(<[u8]>::to_vec));
+                    return Ok(w.unflushed(offset, len).map(<[u8]>::to_vec));
                 }
             }
         }
@@ -503,7 +500,7 @@ impl ValueLog {
     /// Every live segment in id order.
     pub fn segments(&self) -> Vec<SegmentInfo> {
         let w = self.writer.lock();
-        let active = w.active.as_ref().map(|a| (a.segment.id, a.flushed + w.buffer.len() as u64));
+        let active = w.active.as_ref().map(|a| (a.segment.id, w.active_len(a)));
         let mut infos: Vec<SegmentInfo> = self
             .segments
             .read()

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::*;
-use crate::fs::{FaultInjectingFileSystem, FaultKind, OsFileSystem};
+use crate::fs::{Fault, FaultInjectingFileSystem, FaultKind, OsFileSystem};
 
 fn os() -> Arc<dyn FileSystem> {
     OsFileSystem::shared()
@@ -109,14 +109,44 @@ fn reads_are_served_from_the_buffer_then_from_the_file() {
 }
 
 #[test]
-fn a_full_buffer_reaches_the_file_without_an_explicit_flush() {
+fn full_buffers_reach_the_file_in_order_without_an_explicit_flush() {
     let dir = tempfile::tempdir().unwrap();
     let fs = os();
     let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 100)).unwrap();
-    let ptrs = append(&log, &[put(1, "k", &[7; 200])]);
     let path = segment_file(dir.path(), SegmentId(1));
-    assert_eq!(fs.file_size(&path).unwrap(), ptrs[0].offset + u64::from(ptrs[0].len));
-    assert_eq!(log.bytes_written(), fs.file_size(&path).unwrap());
+    // Each record fills the buffer, which goes to the flusher thread: readable while in flight.
+    let first = append(&log, &[put(1, "k", &[7; 200])]);
+    assert_eq!(&log.read(&first[0], b"k").unwrap()[..], &[7; 200]);
+    let second = append(&log, &[put(2, "l", &[8; 200])]);
+    assert_eq!(&log.read(&second[0], b"l").unwrap()[..], &[8; 200]);
+    assert_eq!(log.head().offset, second[0].offset + u64::from(second[0].len));
+    // Handing the second buffer over waited for the first to reach the file.
+    let first_end = first[0].offset + u64::from(first[0].len);
+    assert!(fs.file_size(&path).unwrap() >= first_end);
+    assert!(log.bytes_written() >= first_end);
+    log.flush_buffer().unwrap();
+    let end = second[0].offset + u64::from(second[0].len);
+    assert_eq!(fs.file_size(&path).unwrap(), end);
+    assert_eq!(log.bytes_written(), end);
+    assert_eq!(&log.read(&first[0], b"k").unwrap()[..], &[7; 200]);
+}
+
+#[test]
+fn a_failed_background_write_poisons_the_log_when_it_lands() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = FaultInjectingFileSystem::new(os());
+    let log = ValueLog::open(Arc::new(faults.clone()), dir.path(), opts(1 << 20, 100)).unwrap();
+    // The segment's header is the first append; the record's buffer, the second, fails on the
+    // flusher thread, and the next flush, sync or full buffer learns it.
+    faults.inject(Fault::new(FaultKind::Append).after(1));
+    let lost = append(&log, &[put(1, "k", &[7; 200])]);
+    assert!(matches!(log.sync(), Err(Error::Io(_))));
+    assert!(matches!(log.sync(), Err(Error::Poisoned(_))));
+    assert!(matches!(log.flush_buffer(), Err(Error::Poisoned(_))));
+    let refs = [RecordRef::put(SequenceNumber(2), b"l", b"x")];
+    assert!(matches!(log.append_batch(&refs), Err(Error::Poisoned(_))));
+    // Reads go on: the record is still served from memory.
+    assert_eq!(&log.read(&lost[0], b"k").unwrap()[..], &[7; 200]);
 }
 
 #[test]
