@@ -81,8 +81,8 @@ const RELOCATION_BATCH_BYTES: usize = 1 << 20;
 
 impl DbInner {
     /// Rewrites `records` (key, value, the pointer it replaces, which the index mapped the key
-    /// to as of `current_at`) at the log head in their order, in batches of
-    /// [`RELOCATION_BATCH_BYTES`], each re-checked as write leader (a put whose key no longer maps
+    /// to as of `current_at`) at the log head, in batches of [`RELOCATION_BATCH_BYTES`] taken in
+    /// their order and each written in key order, each re-checked as write leader (a put whose key no longer maps
     /// to the record's pointer is skipped). A batch is synced before it is applied only where
     /// the index applies durably ([`crate::index::Index::applies_durably`]); otherwise the
     /// caller's sync after the last batch, which must come before the victims go, makes the
@@ -93,22 +93,43 @@ impl DbInner {
         current_at: SequenceNumber,
     ) -> Result<()> {
         let sync = self.index.applies_durably();
+        let mut pending = Vec::new();
+        let mut bytes = 0;
+        for record in records {
+            bytes += record.0.len() + record.1.len();
+            pending.push(record);
+            if bytes >= RELOCATION_BATCH_BYTES {
+                self.submit_relocation_batch(std::mem::take(&mut pending), current_at, sync)?;
+                bytes = 0;
+            }
+        }
+        if !pending.is_empty() {
+            self.submit_relocation_batch(pending, current_at, sync)?;
+        }
+        Ok(())
+    }
+
+    /// Submits one relocation batch with its records in key order: the memtable then inserts
+    /// each from where the one before went, instead of searching from the head (a cache miss
+    /// per level for keys in log order, which land all over it), and the copies lie in key
+    /// order in the log, as a scan reads them. The sort is stable: two versions of a key keep
+    /// their order, the newer last.
+    fn submit_relocation_batch(
+        &self,
+        mut records: Vec<(Vec<u8>, Vec<u8>, ValuePointer)>,
+        current_at: SequenceNumber,
+        sync: bool,
+    ) -> Result<()> {
+        records.sort_by(|a, b| a.0.cmp(&b.0));
         let mut batch = WriteBatch::new();
-        let mut from = Vec::new();
+        let mut from = Vec::with_capacity(records.len());
         for (key, value, pointer) in records {
             // Moved in, not copied: the records were read for this batch alone. Stored keys go
             // in as they are (`push`), keyspace prefixes included.
             batch.push(BatchOp::Put { key, value });
             from.push(pointer);
-            if batch.payload_bytes() >= RELOCATION_BATCH_BYTES {
-                let relocation = Relocation { from: std::mem::take(&mut from), current_at };
-                self.submit(PendingWrite::relocation(std::mem::take(&mut batch), relocation, sync))?;
-            }
         }
-        if !batch.is_empty() {
-            self.submit(PendingWrite::relocation(batch, Relocation { from, current_at }, sync))?;
-        }
-        Ok(())
+        self.submit(PendingWrite::relocation(batch, Relocation { from, current_at }, sync)).map(|_| ())
     }
 
     /// Makes every appended log record durable; a failure poisons the write path.

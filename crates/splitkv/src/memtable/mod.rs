@@ -137,12 +137,26 @@ impl Memtable {
 
     /// Inserts one version.
     pub fn insert(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind, value: &[u8]) {
+        self.insert_in_order(user_key, seq, kind, value, false);
+    }
+
+    /// Inserts one version; `next_follows` says that the caller's next insert comes after this
+    /// one in key order (a run of keys sorted but not adjacent, such as a GC relocation batch),
+    /// so that it starts its search from where this one went rather than from the head.
+    pub fn insert_in_order(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        kind: ValueKind,
+        value: &[u8],
+        next_follows: bool,
+    ) {
         let key = key_on_stack(user_key, seq, kind);
         self.approximate_bytes.fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.max_sequence.fetch_max(seq.0, Ordering::Relaxed);
         // Before the entry: a reader that finds the entry must find the key in the filter too.
         self.keys.insert(user_key);
-        self.map.insert(&key, value);
+        self.map.insert(&key, value, next_follows);
     }
 
     /// False only if no version of `user_key` and no range delete was ever inserted here (one

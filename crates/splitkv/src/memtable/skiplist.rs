@@ -203,9 +203,10 @@ struct Splice {
     next: [*mut Header; MAX_HEIGHT],
     /// Levels filled in; above it the splice is the head and the end of the list.
     height: usize,
-    /// Whether the last insert went right after the one before it. Only then are `prev` and
-    /// `next` kept and checked: keys in random order would pay for the check and the copy on
-    /// every insert and never gain from them.
+    /// Whether the last insert went after the one before it, within the splice's reach (right
+    /// after it, or below a level that still bracketed it). Only then are `prev` and `next`
+    /// kept and checked: keys in random order would pay for the check and the copy on every
+    /// insert and never gain from them.
     ascending: bool,
     /// The node the last insert through the hint linked (the head before any).
     last: NonNull<Header>,
@@ -324,8 +325,9 @@ impl SkipList {
         self.first().is_none()
     }
 
-    /// Inserts `key` (not already present) with `value`.
-    pub(super) fn insert(&self, key: &[u8], value: &[u8]) {
+    /// Inserts `key` (not already present) with `value`. `next_follows`: the caller's next insert
+    /// comes after this key, so the hint is kept for it even if this one landed far from the last.
+    pub(super) fn insert(&self, key: &[u8], value: &[u8], next_follows: bool) {
         let height = self.random_height();
         let node = Self::new_node(&self.arena, height, key, value);
         let mut list_height = self.height.load(Ordering::Relaxed);
@@ -377,7 +379,7 @@ impl SkipList {
             }
         }
         if let Some(splice) = hint.as_deref_mut() {
-            splice.ascending = search_below < list_height || prev[0] == splice.last;
+            splice.ascending = next_follows || search_below < list_height || prev[0] == splice.last;
             if splice.ascending {
                 // The next key in ascending order goes right after this one, at every level it has.
                 (splice.prev, splice.next, splice.height) = (prev, next, list_height);
@@ -391,28 +393,32 @@ impl SkipList {
 
     /// The lowest level at which `splice` still brackets `key` (its node there comes before
     /// the key, the link after it is unchanged and leads past the key), or `list_height` if
-    /// none does. The splice was taken top-down, so a level that brackets the key has every
-    /// level above it come before the key and end after it as well; they may have gained nodes
-    /// since, which the insert's compare-and-swap finds.
+    /// none does. The splice was taken top-down, so each level's node comes at or before the one
+    /// below it and its link leads at or past the one below: once a level's node comes before
+    /// the key, every level above it does too, and a key past one level's link may still be
+    /// inside a wider level above (keys in ascending order but not adjacent, as a GC relocation
+    /// batch sorted by key inserts them). Levels that gained nodes since are passed over; the
+    /// insert's compare-and-swap finds what they gained.
     fn bracketing_level(&self, splice: &Splice, key: &[u8], list_height: usize) -> usize {
-        let mut level = 0;
-        while level < splice.height.min(list_height) {
+        let mut starts_before = false;
+        for level in 0..splice.height.min(list_height) {
             let before = self.node(splice.prev[level]);
             let after = splice.next[level];
             if before.next(level).load(Ordering::Acquire) != after {
                 // Not tight any more: something was linked in between. Try a level up.
-                level += 1;
                 continue;
             }
-            let starts_before =
-                splice.prev[level] == self.head || compare_internal_keys(before.key(), key) == KeyOrder::Less;
-            let ends_after = self.follow(after).is_none_or(|n| compare_internal_keys(key, n.key()) == KeyOrder::Less);
-            if starts_before && ends_after {
+            if !starts_before {
+                starts_before =
+                    splice.prev[level] == self.head || compare_internal_keys(before.key(), key) == KeyOrder::Less;
+                if !starts_before {
+                    // The key comes before the splice: no level of it is any better than the head.
+                    break;
+                }
+            }
+            if self.follow(after).is_none_or(|n| compare_internal_keys(key, n.key()) == KeyOrder::Less) {
                 return level;
             }
-            // The key lies outside the splice: the levels above are no better placed than
-            // the head for a key this far away.
-            break;
         }
         list_height
     }
@@ -526,7 +532,7 @@ mod tests {
         let mut model = BTreeSet::new();
         for seq in 1..2000u64 {
             let k = key(rng.gen_range(0..500), seq);
-            list.insert(&k, &seq.to_le_bytes()[..(seq % 9) as usize]);
+            list.insert(&k, &seq.to_le_bytes()[..(seq % 9) as usize], false);
             model.insert(k);
         }
         let mut expected: Vec<Vec<u8>> = model.into_iter().collect();
@@ -544,7 +550,7 @@ mod tests {
         let list = SkipList::new(4096);
         assert!(list.is_empty() && list.first().is_none() && list.last().is_none());
         for k in (0..100).map(|i| i * 2) {
-            list.insert(&key(k, 1), b"v");
+            list.insert(&key(k, 1), b"v", false);
         }
         let at = |n: Option<Node<'_>>| n.map(|n| user_key(n.key()).to_vec());
         assert_eq!(at(list.lower_bound(&key(10, 1))), Some(b"k000010".to_vec()));
@@ -567,7 +573,7 @@ mod tests {
         let mut add = |list: &SkipList, k: u32| {
             seq += 1;
             let k = key(k, seq);
-            list.insert(&k, &seq.to_le_bytes());
+            list.insert(&k, &seq.to_le_bytes(), false);
             model.insert(k);
         };
         for run in 0..60u32 {
@@ -598,7 +604,7 @@ mod tests {
     fn the_hint_places_the_next_ascending_key_and_not_a_distant_one() {
         let list = SkipList::new(1 << 12);
         for k in 0..5000 {
-            list.insert(&key(k * 2, 1), b"v");
+            list.insert(&key(k * 2, 1), b"v", false);
         }
         let height = list.height.load(Ordering::Relaxed);
         {
@@ -610,12 +616,41 @@ mod tests {
         }
         // Keys in descending order never land right after the previous one: the hint is set aside.
         for k in (0..50).rev() {
-            list.insert(&key(k * 2 + 1, 1), b"v");
+            list.insert(&key(k * 2 + 1, 1), b"v", false);
         }
         assert!(!list.hint.lock().ascending);
-        list.insert(&key(10_001, 1), b"v");
-        list.insert(&key(10_003, 1), b"v");
+        list.insert(&key(10_001, 1), b"v", false);
+        list.insert(&key(10_003, 1), b"v", false);
         assert!(list.hint.lock().ascending, "two keys in a row at the end take it up again");
+    }
+
+    #[test]
+    fn a_sorted_run_of_distant_keys_starts_each_search_above_the_bottom_level() {
+        let list = SkipList::new(1 << 16);
+        for k in 0..20_000u32 {
+            list.insert(&key(k * 10, 1), b"v", false);
+        }
+        // In key order, about a hundred nodes apart: no key lands right after the one before.
+        // A key past the next node of the splice's top level is bracketed nowhere (and searched
+        // from the head); few are, since few nodes are that tall.
+        let run: Vec<u32> = (0..200).map(|i| i * 997 + 5).collect();
+        let mut bracketed = 0;
+        for (i, k) in run.iter().enumerate() {
+            if i > 0 {
+                let height = list.height.load(Ordering::Relaxed);
+                let splice = list.hint.lock();
+                assert!(splice.ascending, "the run keeps the hint");
+                let level = list.bracketing_level(&splice, &key(*k, 1), height);
+                assert!(level > 0, "key {k} is not next to the one before");
+                bracketed += usize::from(level < height);
+            }
+            list.insert(&key(*k, 1), b"w", i + 1 < run.len());
+        }
+        assert!(bracketed >= 150, "only {bracketed} of 199 keys bracketed");
+        let mut expected: Vec<Vec<u8>> = (0..20_000u32).map(|k| key(k * 10, 1)).collect();
+        expected.extend(run.iter().map(|k| key(*k, 1)));
+        expected.sort_by(|a, b| compare_internal_keys(a, b));
+        assert_eq!(forward(&list), expected);
     }
 
     #[test]
@@ -627,7 +662,7 @@ mod tests {
             let mut rng = SmallRng::seed_from_u64(u64::from(t));
             for i in 0..6000u32 {
                 let k = if t == 2 { rng.gen_range(0..18_000) * 3 + 2 } else { i * 3 + t };
-                list.insert(&key(k, u64::from(i)), &i.to_le_bytes());
+                list.insert(&key(k, u64::from(i)), &i.to_le_bytes(), false);
             }
         });
         for w in writers {
@@ -645,8 +680,8 @@ mod tests {
     fn large_entries_get_chunks_of_their_own() {
         let list = SkipList::new(64);
         let big = vec![7u8; 10_000];
-        list.insert(&key(1, 1), &big);
-        list.insert(&key(2, 1), b"small");
+        list.insert(&key(1, 1), &big, false);
+        list.insert(&key(2, 1), b"small", false);
         assert_eq!(list.first().map(Node::value), Some(&big[..]));
         assert_eq!(list.last().map(Node::value), Some(&b"small"[..]));
     }
@@ -656,7 +691,7 @@ mod tests {
         let list = Arc::new(SkipList::new(1 << 16));
         let writers = spawn_writers(&list, 4, |list, t| {
             for i in 0..5000u32 {
-                list.insert(&key(i * 4 + t, u64::from(t)), &i.to_le_bytes());
+                list.insert(&key(i * 4 + t, u64::from(t)), &i.to_le_bytes(), false);
             }
         });
         let reader = {

@@ -331,19 +331,24 @@ impl Index for LsmIndex {
 
     fn apply(&self, records: &[IndexRecord<'_>]) {
         let mem = Arc::clone(&self.shared.state.lock().mem);
-        for r in records {
+        for (i, r) in records.iter().enumerate() {
             if r.log_bytes_die_with_index() {
                 mem.note_log_garbage(r.log_pointer.segment, u64::from(r.log_pointer.len));
             }
-            match r.entry {
-                IndexEntry::RangeDeletion { end } => mem.delete_range(r.user_key, end, r.seq),
-                IndexEntry::Deletion => mem.insert(r.user_key, r.seq, ValueKind::Deletion, &[]),
-                IndexEntry::Inline(v) => mem.insert(r.user_key, r.seq, ValueKind::Inline, v),
-                IndexEntry::Pointer(p) => {
-                    let mut buf = [0; ValuePointer::MAX_ENCODED_LEN];
-                    mem.insert(r.user_key, r.seq, ValueKind::Pointer, p.encode_into(&mut buf))
+            // A group in key order (a GC relocation batch, a sorted load) inserts each key from
+            // where the one before went.
+            let next_follows = records.get(i + 1).is_some_and(|next| next.user_key > r.user_key);
+            let mut buf = [0; ValuePointer::MAX_ENCODED_LEN];
+            let (kind, value) = match r.entry {
+                IndexEntry::RangeDeletion { end } => {
+                    mem.delete_range(r.user_key, end, r.seq);
+                    continue;
                 }
-            }
+                IndexEntry::Deletion => (ValueKind::Deletion, &[][..]),
+                IndexEntry::Inline(v) => (ValueKind::Inline, v),
+                IndexEntry::Pointer(p) => (ValueKind::Pointer, p.encode_into(&mut buf)),
+            };
+            mem.insert_in_order(r.user_key, r.seq, kind, value, next_follows);
         }
     }
 
