@@ -99,21 +99,33 @@ impl Flusher {
     fn start() -> Result<Self> {
         let (jobs, receiver) = channel::<FlushJob>();
         let thread = std::thread::Builder::new().name("splitkv-log-flush".into()).spawn(move || {
-            for job in receiver {
-                let mut file = job.file.lock();
-                let result = file.append(&job.bytes).and_then(|()| file.flush()).and_then(|()| file.start_writeback());
+            for FlushJob { file, bytes, landed } in receiver {
+                let mut file = file.lock();
+                // A panic below (a bug in a file system) must still land the flight, or the writer
+                // would wait for it for ever.
+                let write = || file.append(&bytes).and_then(|()| file.flush()).and_then(|()| file.start_writeback());
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(write))
+                    .unwrap_or_else(|_| Err(Error::Poisoned("the value log's flusher thread panicked".into())));
                 drop(file);
-                job.landed.set(result);
+                // Let go of the buffer before the writer learns the outcome, so that it gets the
+                // buffer back for its next swap.
+                drop(bytes);
+                landed.set(result);
             }
         })?;
         Ok(Flusher { jobs: Some(jobs), thread: Some(thread) })
     }
 
+    /// Hands `job` to the thread; if the thread is gone, lands the job's flight as failed.
     fn send(&self, job: FlushJob) -> Result<()> {
-        let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
-        match sent {
+        let landed = Arc::clone(&job.landed);
+        match self.jobs.as_ref().map(|jobs| jobs.send(job)) {
             Some(Ok(())) => Ok(()),
-            _ => Err(Error::Poisoned("the value log's flusher thread is gone".into())),
+            _ => {
+                let gone = || Error::Poisoned("the value log's flusher thread is gone".into());
+                landed.set(Err(gone()));
+                Err(gone())
+            }
         }
     }
 }
@@ -268,7 +280,10 @@ impl Writer {
         if self.flusher.is_none() {
             self.flusher = Some(Flusher::start()?);
         }
-        let next = std::mem::take(&mut self.spare);
+        let next = match std::mem::take(&mut self.spare) {
+            spare if spare.capacity() > 0 => spare,
+            _ => Vec::with_capacity(buffer_size),
+        };
         let bytes = Arc::new(std::mem::replace(&mut self.buffer, next));
         let landed = Arc::new(Landing::default());
         let job = FlushJob { file, bytes: Arc::clone(&bytes), landed: Arc::clone(&landed) };
