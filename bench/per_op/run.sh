@@ -7,7 +7,8 @@
 # space (--num=NUM --writes=NUM/2: the same work as one thread, split over two); then, at 1 KiB, a scan
 # after a random load: fillrandom,readseq,readseq, where splitkv first rewrites its value log in
 # key order (fillrandom,rewritelog,readseq,readseq; the last scan is compared, warm for every
-# engine). Rounds are interleaved
+# engine). The page cache is dropped before every run where that is allowed (root), so that
+# every engine's code is read afresh (see `drop_page_cache`). Rounds are interleaved
 # (every engine once per round, the engine order rotating), and the summary gives each engine's
 # median and splitkv's ratio to every peer computed round by round.
 #
@@ -41,20 +42,24 @@ for round in $(seq 1 "$ROUNDS"); do
     for engine in "${order[@]}"; do
         for size in 100 1024; do
             rm -rf "$DB_DIR/db"
+            drop_page_cache
             run "$BENCH_BIN" --engine="$engine" --num="$NUM" --value_size="$size" --compression_ratio=1 \
                 --benchmarks="$BENCHMARKS" --db="$DB_DIR/db" >"$OUT/$engine-$size-t1-round$round.txt"
         done
         rm -rf "$DB_DIR/db"
+        drop_page_cache
         run "$BENCH_BIN" --engine="$engine" --num=$((NUM / 2)) --threads=2 --value_size=1024 \
             --compression_ratio=1 --benchmarks=fillrandom --db="$DB_DIR/db" \
             >"$OUT/$engine-1024-t2-round$round.txt"
         rm -rf "$DB_DIR/db"
+        drop_page_cache
         run "$BENCH_BIN" --engine="$engine" --num="$NUM" --writes=$((NUM / 2)) --threads=2 --value_size=1024 \
             --compression_ratio=1 --benchmarks=fillrandom --db="$DB_DIR/db" \
             >"$OUT/$engine-1024-t2same-round$round.txt"
         rm -rf "$DB_DIR/db"
         scan=fillrandom,readseq,readseq
         [[ $engine == splitkv ]] && scan=fillrandom,rewritelog,readseq,readseq
+        drop_page_cache
         run "$BENCH_BIN" --engine="$engine" --num="$NUM" --value_size=1024 --compression_ratio=1 \
             --benchmarks="$scan" --db="$DB_DIR/db" >"$OUT/$engine-1024-rw-round$round.txt"
     done
