@@ -1,9 +1,7 @@
 //! [`FileSystem`] over the operating system.
 //!
 //! Writable files buffer appends in user space (64 KiB) so that many small appends become few
-//! `write(2)` calls; `sync` is `fdatasync` after the buffer is written. Starting writeback
-//! (`sync_file_range`) is handed to one writeback thread per process, since it promises nothing
-//! about durability; a writer does it itself when that thread is behind. Readers map the file's
+//! `write(2)` calls; `sync` is `fdatasync` after the buffer is written. Readers map the file's
 //! bytes as of opening read-only into memory and copy from the map (no system call per read), or,
 //! for [`RandomAccessFile::read_shared`], hand out a slice of it that keeps the map alive;
 //! bytes appended later are read with `pread`, so readers need no lock and see every byte
@@ -45,9 +43,7 @@ impl OsFileSystem {
 }
 
 struct OsWritableFile {
-    /// Shared with the writeback thread while it starts writeback of a range (see
-    /// [`WritableFile::start_writeback`]).
-    file: Arc<File>,
+    file: File,
     buf: Vec<u8>,
     len: u64,
     /// Offset up to which [`WritableFile::start_writeback`] has started writeback.
@@ -60,7 +56,7 @@ impl WritableFile for OsWritableFile {
         if self.buf.len() + data.len() > WRITE_BUFFER {
             self.flush()?;
             if data.len() >= WRITE_BUFFER {
-                (&*self.file).write_all(data)?;
+                self.file.write_all(data)?;
                 return Ok(());
             }
         }
@@ -70,7 +66,7 @@ impl WritableFile for OsWritableFile {
 
     fn flush(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
-            (&*self.file).write_all(&self.buf)?;
+            self.file.write_all(&self.buf)?;
             self.buf.clear();
         }
         Ok(())
@@ -92,12 +88,15 @@ impl WritableFile for OsWritableFile {
         let (Ok(offset), Ok(len)) = (libc::off64_t::try_from(from), libc::off64_t::try_from(to - from)) else {
             return Ok(());
         };
-        self.writeback_started = to;
-        match writeback_queue().map(|queue| queue.try_send((Arc::clone(&self.file), offset, len))) {
-            Some(Ok(())) => Ok(()),
-            // No thread, or it is behind: start it here, as before there was one.
-            _ => start_writeback_now(&self.file, offset, len).map_err(Into::into),
+        #[allow(unsafe_code)]
+        // SAFETY: a plain system call on the descriptor `self.file` owns; it reads no memory.
+        let rc = unsafe { libc::sync_file_range(self.file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE) };
+        if rc != 0 {
+            // A failure here is the device's, which a later sync would meet too: report it now.
+            return Err(std::io::Error::last_os_error().into());
         }
+        self.writeback_started = to;
+        Ok(())
     }
 
     fn len(&self) -> u64 {
@@ -197,50 +196,6 @@ impl RandomAccessFile for OsRandomAccessFile {
             crate::prefetch::cache_lines_at(bytes.as_ptr(), bytes.len().div_ceil(crate::prefetch::LINE));
         }
     }
-}
-
-/// A range of a file whose writeback is to start.
-#[cfg(target_os = "linux")]
-type WritebackJob = (Arc<File>, libc::off64_t, libc::off64_t);
-
-/// Ranges waiting for the writeback thread; beyond these a writer starts writeback itself.
-#[cfg(target_os = "linux")]
-const WRITEBACK_QUEUE: usize = 64;
-
-/// The process's writeback thread, started on first use; `None` if it could not be started.
-///
-/// `sync_file_range(SYNC_FILE_RANGE_WRITE)` returns once the range's pages are queued for the
-/// device, which for 1 MiB took about 100 µs on the appending thread (block allocation, building
-/// the I/O): on the value log's writer that was about 5% of a 1 KiB put. It promises nothing
-/// about durability, so it can run on any thread, after the append returned. A failure is the
-/// device's, and the `fdatasync` that makes the range durable meets it too and reports it; here
-/// it is dropped.
-#[cfg(target_os = "linux")]
-fn writeback_queue() -> Option<&'static std::sync::mpsc::SyncSender<WritebackJob>> {
-    static QUEUE: OnceLock<Option<std::sync::mpsc::SyncSender<WritebackJob>>> = OnceLock::new();
-    QUEUE
-        .get_or_init(|| {
-            let (sender, receiver) = std::sync::mpsc::sync_channel::<WritebackJob>(WRITEBACK_QUEUE);
-            let spawned = std::thread::Builder::new().name("splitkv-writeback".into()).spawn(move || {
-                for (file, offset, len) in receiver {
-                    let _ = start_writeback_now(&file, offset, len);
-                }
-            });
-            spawned.ok().map(|_| sender)
-        })
-        .as_ref()
-}
-
-/// Starts writeback of `len` bytes of `file` from `offset` (`sync_file_range`).
-#[cfg(target_os = "linux")]
-fn start_writeback_now(file: &File, offset: libc::off64_t, len: libc::off64_t) -> std::io::Result<()> {
-    #[allow(unsafe_code)]
-    // SAFETY: a plain system call on a descriptor `file` owns; it reads no memory.
-    let rc = unsafe { libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// `posix_fadvise` on `file`. A hint only: failure changes nothing but speed, so it is ignored.
@@ -362,14 +317,12 @@ impl FileLock for OsFileLock {}
 impl FileSystem for OsFileSystem {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let file = OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
-        let file = Arc::new(file);
         Ok(Box::new(OsWritableFile { file, buf: Vec::with_capacity(WRITE_BUFFER), len: 0, writeback_started: 0 }))
     }
 
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let file = OpenOptions::new().append(true).open(path)?;
         let len = file.metadata()?.len();
-        let file = Arc::new(file);
         Ok(Box::new(OsWritableFile { file, buf: Vec::with_capacity(WRITE_BUFFER), len, writeback_started: len }))
     }
 
@@ -550,12 +503,12 @@ mod tests {
     }
 
     #[test]
-    fn writeback_started_on_another_thread_leaves_appends_and_syncs_exact() -> Result<()> {
+    fn starting_writeback_between_appends_leaves_appends_and_syncs_exact() -> Result<()> {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("f");
         let mut file = OsFileSystem.create(&path)?;
         let mut expected = Vec::new();
-        // Many ranges, more than the writeback queue holds, some started twice, one empty.
+        // Many ranges, some started twice, one empty.
         file.start_writeback()?;
         for i in 0..300u32 {
             let chunk: Vec<u8> = (0..5000u32).map(|j| ((i * 31 + j) % 251) as u8).collect();

@@ -631,9 +631,9 @@ mod tests {
             list.insert(&key(k * 10, 1), b"v", false);
         }
         // In key order, about a hundred nodes apart (and ending in 5, so none is already there):
-        // no key lands right after the one before.
-        // A key past the next node of the splice's top level is bracketed nowhere (and searched
-        // from the head); few are, since few nodes are that tall.
+        // no key lands right after the one before. A key past the next node of the splice's top
+        // level is bracketed nowhere (and searched from the head); few are, since few nodes are
+        // that tall.
         let run: Vec<u32> = (0..199).map(|i| i * 1000 + 5).collect();
         let mut bracketed = 0;
         for (i, k) in run.iter().enumerate() {
