@@ -39,12 +39,13 @@ pub(super) struct SurveyMark {
     user_written: u64,
     /// Log bytes not known to be garbage right after the survey.
     live: u64,
-    /// Bytes the newest version of every key pointed to at the survey
-    /// ([`LiveCount::indexed_live`]): what the growth rate is measured on.
-    indexed_live: u64,
-    /// Live bytes gained per user byte written between the last two surveys (0 for pure
-    /// overwrites, 1 for pure inserts).
+    /// Live bytes gained per user byte written (0 for pure overwrites, 1 for pure inserts),
+    /// measured from `growth_base` to the survey that set it.
     growth: f64,
+    /// Where `growth` was last measured: user bytes written and the bytes the newest version of
+    /// every key pointed to ([`LiveCount::indexed_live`]) at that survey. It stays put until
+    /// users have written [`MIN_GROWTH_SPAN`] of the live bytes since.
+    growth_base: GrowthBase,
     /// The survey's horizon: a newer one can count more once older readers are gone.
     horizon: SequenceNumber,
     /// True if an open snapshot or iterator held the horizon below the last sequence number.
@@ -74,6 +75,22 @@ const READER_RELEASE_WAIT: Duration = Duration::from_secs(2);
 /// The least share of the bytes written since a survey that counts towards the next one (see
 /// [`DbInner::survey_due`]), however fast the last surveys found live data growing.
 const MIN_REPLACING_SHARE: f64 = 0.25;
+
+/// The user writes, as a share of the live bytes, that growth is measured over at least. GC's
+/// own copies make surveys due too, so two surveys can come with almost no user write between
+/// them (while writers wait for space); the live bytes then move by the noise of where each
+/// walk's view was taken, and that over a few KiB read as pure inserts (growth 1). The limit
+/// then took every later write as new live data and the log went uncollected: with two writers
+/// over 500k keys it ended at 1.6-1.8x its live bytes in one run of three.
+const MIN_GROWTH_SPAN: f64 = 1.0 / 16.0;
+
+/// A point the growth rate is measured from: user bytes written, and the bytes the newest
+/// version of every key pointed to.
+#[derive(Clone, Copy, Debug, Default)]
+struct GrowthBase {
+    user_written: u64,
+    indexed_live: u64,
+}
 
 /// Most value bytes one GC relocation batch carries: a victim's live records are rewritten in
 /// batches of this size so that foreground writes interleave with them.
@@ -295,19 +312,25 @@ impl DbInner {
         // walk runs (after its horizon) keeps its old version live too, and so does one an open
         // snapshot reads. Under 1 KiB overwrites (no growth at all) `live` jumped by up to 90 MiB
         // between two surveys, read as growth of 0.4 to 1, and the limit grew with every write:
-        // a log at 2.3x its live data went uncollected.
-        let growth = match user_written.saturating_sub(mark.user_written) {
-            _ if !mark.surveyed => 1.0,
-            0 => mark.growth,
-            w => (indexed_live.saturating_sub(mark.indexed_live) as f64 / w as f64).min(1.0),
+        // a log at 2.3x its live data went uncollected. Too few writes since the base say
+        // nothing: the rate stays, and so does the base (see `MIN_GROWTH_SPAN`).
+        let here = GrowthBase { user_written, indexed_live };
+        let span = user_written.saturating_sub(mark.growth_base.user_written);
+        let (growth, growth_base) = if !mark.surveyed {
+            (1.0, here)
+        } else if span == 0 || (span as f64) < indexed_live as f64 * MIN_GROWTH_SPAN {
+            (mark.growth, mark.growth_base)
+        } else {
+            let gained = indexed_live.saturating_sub(mark.growth_base.indexed_live);
+            ((gained as f64 / span as f64).min(1.0), here)
         };
         *mark = SurveyMark {
             surveyed: true,
             separated_written,
             user_written,
             live,
-            indexed_live,
             growth,
+            growth_base,
             horizon,
             held_back: horizon < now,
         };
@@ -758,6 +781,34 @@ mod tests {
         }
         db.inner.survey_garbage()?;
         assert!(growth(&db) > 0.8, "50 new keys: growth {}", growth(&db));
+        Ok(())
+    }
+
+    #[test]
+    fn a_few_writes_between_two_surveys_keep_the_growth_measured_before() -> Result<()> {
+        // Surveys also come due by GC's own copies, so two can come with almost no user write
+        // between them; a rate measured over those few bytes once read a single insert as pure
+        // growth, and the limit then let the log grow with every later write.
+        let dir = tempfile::tempdir()?;
+        let db = open(dir.path())?;
+        let growth = |db: &Db| db.inner.last_survey.lock().growth;
+        for i in 0..100 {
+            db.put(format!("key{i:03}"), vec![1; 100])?;
+        }
+        db.inner.survey_garbage()?;
+        for i in 0..100 {
+            db.put(format!("key{i:03}"), vec![2; 100])?;
+        }
+        db.inner.survey_garbage()?;
+        assert_eq!(growth(&db), 0.0, "the same 100 keys, written again");
+        db.put("key100", vec![3; 100])?;
+        db.inner.survey_garbage()?;
+        assert_eq!(growth(&db), 0.0, "one new key is 1% of the live bytes: too few to measure on");
+        for i in 101..200 {
+            db.put(format!("key{i:03}"), vec![3; 100])?;
+        }
+        db.inner.survey_garbage()?;
+        assert!(growth(&db) > 0.8, "100 new keys since the last measurement: growth {}", growth(&db));
         Ok(())
     }
 
