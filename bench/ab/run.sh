@@ -25,6 +25,9 @@
 # MODE=per_op A/Bs the per-operation comparison's sequence (bench/per_op/run.sh) on splitkv
 # alone: fillseq,fillrandom,overwrite,readrandom,readseq at 100 B and 1 KiB, incompressible.
 #
+# Every run starts with the page cache dropped, where that is allowed (root; see
+# `drop_page_cache` in common.sh), so that both builds' binaries are read afresh.
+#
 # usage: bench/ab/run.sh BASE [NEW]     (env: ROUNDS=5, NUM=1000000, OUT=dir for raw output,
 #                                        MODE=main|capped_scan|capped_sequence|threads|overwrite|per_op)
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
@@ -34,6 +37,11 @@ NEW=${2:-HEAD}
 ROUNDS=${ROUNDS:-5}
 NUM=${NUM:-1000000}
 OUT=${OUT:-$(mktemp -d)}
+# The summary reads every round file in OUT: an earlier A/B's files would be counted with ours.
+if [[ -d $OUT ]] && [[ -n $(ls -A "$OUT") ]]; then
+    echo "OUT=$OUT is not empty: give a new directory" >&2
+    exit 2
+fi
 WORK=$(mktemp -d)
 trap 'git -C "$REPO_ROOT" worktree remove --force "$WORK/base" >/dev/null 2>&1 || true; git -C "$REPO_ROOT" worktree remove --force "$WORK/new" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 
@@ -71,6 +79,7 @@ if [[ ${MODE:-main} == threads ]]; then
             limit=()
             [[ $variant == *none ]] && limit=(--space_amplification=none)
             for side in "${order[@]}"; do
+                drop_page_cache
                 run "$WORK/target-$side/release/splitkv-bench" --num=$((NUM / threads)) --threads="$threads" \
                     --value_size="$size" "${limit[@]}" --benchmarks=fillrandom --db="$WORK/db" \
                     >"$OUT/$side-$variant-round$round.txt"
@@ -86,7 +95,7 @@ if [[ ${MODE:-main} == capped_* ]]; then
         ((round % 2 == 0)) && order=(new base)
         for side in "${order[@]}"; do
             [[ $MODE == capped_sequence ]] && rm -rf "$WORK/db"
-            sync && echo 3 >/proc/sys/vm/drop_caches
+            drop_page_cache
             run "$WORK/target-$side/release/splitkv-bench" "${capped[@]}" "${scan[@]}" \
                 >"$OUT/$side-1024-round$round.txt"
         done
@@ -99,6 +108,7 @@ for round in $(seq 1 "$ROUNDS"); do
     ((round % 2 == 0)) && order=(new base)
     for size in "${sizes[@]}"; do
         for side in "${order[@]}"; do
+            drop_page_cache
             run "$WORK/target-$side/release/splitkv-bench" --num="$NUM" --value_size="$size" \
                 --benchmarks="$benchmarks" "${extra[@]}" --db="$WORK/db" \
                 >"$OUT/$side-$size-round$round.txt"
