@@ -81,7 +81,7 @@ const MIN_REPLACING_SHARE: f64 = 0.25;
 /// them (while writers wait for space); the live bytes then move by the noise of where each
 /// walk's view was taken, and that over a few KiB read as pure inserts (growth 1). The limit
 /// then took every later write as new live data and the log went uncollected: with two writers
-/// over 500k keys it ended at 1.6-1.8x its live bytes in one run of three.
+/// over 500k keys it ended at 1.40-1.76x its live bytes in four runs of eight (`docs/design.md`).
 const MIN_GROWTH_SPAN: f64 = 1.0 / 16.0;
 
 /// A point the growth rate is measured from: user bytes written, and the bytes the newest
