@@ -140,6 +140,12 @@ impl Drop for Flusher {
     }
 }
 
+/// True if a buffer of `capacity` bytes is more than the log keeps around between flushes: a
+/// batch larger than the buffer grew it.
+fn oversized(capacity: usize, buffer_size: usize) -> bool {
+    capacity > buffer_size.saturating_mul(2).max(1 << 16)
+}
+
 /// Writer state, guarded by the log's mutex.
 pub(super) struct Writer {
     pub active: Option<ActiveSegment>,
@@ -225,16 +231,10 @@ impl Writer {
             self.flight = Some(flight);
             return Err(e);
         }
-        let n = flight.bytes.len() as u64;
-        if let Some(active) = self.active.as_mut() {
-            active.flushed += n;
-            active.segment.len.store(active.flushed, Ordering::Release);
-        }
-        bytes_written.fetch_add(n, Ordering::Relaxed);
-        // The flusher has let go of it: the next swap reuses its memory, unless a batch larger
-        // than the buffer grew it.
+        self.publish_flushed(flight.bytes.len() as u64, bytes_written);
+        // The flusher has let go of it: the next swap reuses its memory, unless it is oversized.
         if let Ok(mut bytes) = Arc::try_unwrap(flight.bytes) {
-            if bytes.capacity() <= buffer_size.saturating_mul(2).max(1 << 16) {
+            if !oversized(bytes.capacity(), buffer_size) {
                 bytes.clear();
                 self.spare = bytes;
             }
@@ -242,11 +242,21 @@ impl Writer {
         Ok(())
     }
 
+    /// Counts `n` more bytes of the active segment as handed to the OS and publishes its new
+    /// readable length.
+    fn publish_flushed(&mut self, n: u64, bytes_written: &AtomicU64) {
+        if let Some(active) = self.active.as_mut() {
+            active.flushed += n;
+            active.segment.len.store(active.flushed, Ordering::Release);
+        }
+        bytes_written.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// Hands the buffer to the OS on this thread, after the flight, and publishes the new
     /// readable length.
     pub fn flush(&mut self, buffer_size: usize, bytes_written: &AtomicU64) -> Result<()> {
         self.land(buffer_size, bytes_written)?;
-        let Some(active) = self.active.as_mut() else { return Ok(()) };
+        let Some(active) = self.active.as_ref() else { return Ok(()) };
         if self.buffer.is_empty() {
             return Ok(());
         }
@@ -255,13 +265,9 @@ impl Writer {
             file.append(&self.buffer)?;
             file.flush()?;
         }
-        let n = self.buffer.len() as u64;
-        active.flushed += n;
-        active.segment.len.store(active.flushed, Ordering::Release);
-        bytes_written.fetch_add(n, Ordering::Relaxed);
+        self.publish_flushed(self.buffer.len() as u64, bytes_written);
         self.buffer.clear();
-        // A batch larger than the buffer grew it; do not keep that memory around.
-        if self.buffer.capacity() > buffer_size.saturating_mul(2).max(1 << 16) {
+        if oversized(self.buffer.capacity(), buffer_size) {
             self.buffer.shrink_to(buffer_size);
         }
         Ok(())
