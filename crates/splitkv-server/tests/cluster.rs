@@ -3,14 +3,27 @@
 
 mod common;
 
-use common::{error_of, free_port, ServerProcess, TestResult};
+use common::{error_of, free_fixed_ports, ServerProcess, TestResult};
 use redis::Commands;
 
 pub const RANGES: [&str; 3] = ["0-5460", "5461-10922", "10923-16383"];
 
-/// Starts three nodes on free ports, each told the whole map.
+/// Starts three nodes on free ports, each told the whole map. Every node must know the others'
+/// ports before any starts, so a port taken between the probe and the bind (by a concurrent
+/// test) cannot be avoided, only retried: the whole cluster then starts again on fresh ports.
 pub fn start_cluster(root: &std::path::Path) -> Vec<ServerProcess> {
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    const ATTEMPTS: usize = 5;
+    let mut failures = Vec::new();
+    for _ in 0..ATTEMPTS {
+        match try_start_cluster(root, &free_fixed_ports(3)) {
+            Ok(nodes) => return nodes,
+            Err(e) => failures.push(e),
+        }
+    }
+    panic!("no cluster started in {ATTEMPTS} attempts: {failures:?}")
+}
+
+fn try_start_cluster(root: &std::path::Path, ports: &[u16]) -> Result<Vec<ServerProcess>, String> {
     (0..3)
         .map(|i| {
             let mut args = vec![
@@ -24,7 +37,7 @@ pub fn start_cluster(root: &std::path::Path) -> Vec<ServerProcess> {
                 args.push(format!("node{j}=127.0.0.1:{}@{}", ports[j], RANGES[j]));
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            ServerProcess::start_on(&root.join(format!("node{i}")), ports[i], &args)
+            ServerProcess::try_start_on(&root.join(format!("node{i}")), ports[i], &args)
         })
         .collect()
 }
@@ -119,5 +132,18 @@ fn redis_cli_follows_redirects() -> TestResult {
     assert_eq!(run(&["GET", "foo"]), "from-cli");
     // It was stored on the owner of slot 12182, node 2.
     assert_eq!(nodes[2].client().get::<_, String>("foo")?, "from-cli");
+    Ok(())
+}
+
+/// The retry in `start_cluster` rests on this: a node whose port is taken exits without a
+/// ready line, and the start reports it instead of hanging or panicking.
+#[test]
+fn a_node_on_a_taken_port_fails_to_start() -> TestResult {
+    let root = tempfile::tempdir()?;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = taken.local_addr()?.port();
+    let err =
+        ServerProcess::try_start_on(&root.path().join("node"), port, &[]).err().ok_or("started on a taken port")?;
+    assert!(err.contains(&format!("port {port}")), "{err}");
     Ok(())
 }

@@ -32,19 +32,40 @@ fn no_child_starting() -> MutexGuard<'static, ()> {
     NO_CHILD_STARTING.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Picks a port the OS considers free; the server binds it right after.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+/// Picks `n` distinct ports that are free right now and lie below the kernel's ephemeral range
+/// (`ip_local_port_range`), for servers that must know each other's ports before they start.
+/// A port from `bind(":0")` would be ephemeral: between the probe and the server's bind, a
+/// client connection or another test's `:0` listener may be handed the same number. Below the
+/// range only an explicit bind can take it, so the callers' retry (a port taken anyway by a
+/// concurrent test) stays rare.
+pub fn free_fixed_ports(n: usize) -> Vec<u16> {
+    use rand::Rng;
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next().and_then(|p| p.parse::<u16>().ok()))
+        .unwrap_or(32768);
+    let low = 10_000.min(ephemeral_start / 2);
+    let mut rng = rand::thread_rng();
+    let mut ports = Vec::with_capacity(n);
+    while ports.len() < n {
+        let port = rng.gen_range(low..ephemeral_start);
+        if !ports.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            ports.push(port);
+        }
+    }
+    ports
 }
 
 impl ServerProcess {
     /// Starts the server on `dir` with extra flags and waits for its ready line (which it prints
     /// once the port accepts connections).
     pub fn start(dir: &Path, extra: &[&str]) -> ServerProcess {
-        Self::start_on(dir, 0, extra)
+        Self::try_start_on(dir, 0, extra).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    pub fn start_on(dir: &Path, port: u16, extra: &[&str]) -> ServerProcess {
+    /// Starts the server on a given port (0: any). Fails, with the child reaped, when the
+    /// server exits before its ready line, as it does when the port is taken.
+    pub fn try_start_on(dir: &Path, port: u16, extra: &[&str]) -> Result<ServerProcess, String> {
         let starting = no_child_starting();
         let mut child = Command::new(env!("CARGO_BIN_EXE_splitkv-server"))
             .arg("--dir")
@@ -57,14 +78,14 @@ impl ServerProcess {
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).expect("reading the ready line");
-        let port = line
-            .trim()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no ready line from the server, got {line:?}"));
         drop(starting);
-        ServerProcess { child: Some(child), port, dir: dir.to_path_buf() }
+        match line.trim().rsplit(':').next().and_then(|p| p.parse().ok()) {
+            Some(port) => Ok(ServerProcess { child: Some(child), port, dir: dir.to_path_buf() }),
+            None => {
+                let status = child.wait().expect("wait");
+                Err(format!("no ready line from the server on port {port} ({status}), got {line:?}"))
+            }
+        }
     }
 
     pub fn url(&self) -> String {

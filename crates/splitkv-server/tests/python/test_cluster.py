@@ -4,6 +4,7 @@ The server binary comes from SPLITKV_SERVER_BIN (CI sets it to the cargo-built b
 """
 
 import os
+import random
 import socket
 import subprocess
 import tempfile
@@ -15,10 +16,47 @@ from redis.cluster import ClusterNode, RedisCluster
 RANGES = ["0-5460", "5461-10922", "10923-16383"]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_fixed_ports(n):
+    """n distinct ports, free now, below the kernel's ephemeral range: a port from bind(":0")
+    could be handed to a client connection before the server binds it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_start = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_start = 32768
+    low = min(10000, ephemeral_start // 2)
+    ports = []
+    while len(ports) < n:
+        port = random.randrange(low, ephemeral_start)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def start_nodes(binary, root, ports):
+    """Starts the three nodes; returns them, or None (all stopped) if one could not listen."""
+    procs = []
+    for i, slots in enumerate(RANGES):
+        args = [binary, "--dir", os.path.join(root, f"node{i}"), "--port", str(ports[i]),
+                "--cluster-slots", slots, "--cluster-myid", f"node{i}"]
+        for j in range(3):
+            if j != i:
+                args += ["--cluster-node", f"node{j}=127.0.0.1:{ports[j]}@{RANGES[j]}"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        # The server prints its ready line once the port accepts connections, and exits
+        # without one when the port is taken.
+        if "ready on" not in proc.stdout.readline():
+            for p in procs:
+                p.kill()
+                p.wait()
+            return None
+    return procs
 
 
 @pytest.fixture(scope="module")
@@ -27,25 +65,21 @@ def cluster():
     if not binary:
         pytest.fail("set SPLITKV_SERVER_BIN to the splitkv-server binary")
     root = tempfile.TemporaryDirectory()
-    ports = [free_port() for _ in RANGES]
-    procs = []
+    procs = None
     try:
-        for i, slots in enumerate(RANGES):
-            args = [binary, "--dir", os.path.join(root.name, f"node{i}"), "--port", str(ports[i]),
-                    "--cluster-slots", slots, "--cluster-myid", f"node{i}"]
-            for j in range(3):
-                if j != i:
-                    args += ["--cluster-node", f"node{j}=127.0.0.1:{ports[j]}@{RANGES[j]}"]
-            proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-            procs.append(proc)
-            # The server prints its ready line once the port accepts connections.
-            line = proc.stdout.readline()
-            assert "ready on" in line, line
+        # Every node must know the others' ports before any starts, so a port taken between
+        # the probe and the bind can only be retried, on fresh ports.
+        for _ in range(5):
+            ports = free_fixed_ports(len(RANGES))
+            procs = start_nodes(binary, root.name, ports)
+            if procs is not None:
+                break
+        assert procs is not None, "no cluster started in 5 attempts"
         yield ports
     finally:
-        for proc in procs:
+        for proc in procs or []:
             proc.terminate()
-        for proc in procs:
+        for proc in procs or []:
             assert proc.wait() == 0
         root.cleanup()
 
