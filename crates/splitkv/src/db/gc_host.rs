@@ -562,7 +562,7 @@ impl GcHost for DbInner {
     }
 
     fn logical_log_bytes(&self) -> u64 {
-        self.vlog.total_len()
+        self.vlog.segments().iter().map(|s| s.len).sum()
     }
 
     fn live_log_bytes_estimate(&self) -> u64 {

@@ -186,15 +186,7 @@ impl ValueLog {
             } else if i + 1 != ids.len() {
                 return Err(Error::corruption(&path, 0, "segment is shorter than its header"));
             }
-            let segment = Segment {
-                id,
-                path,
-                file,
-                version,
-                len: AtomicU64::new(len),
-                active: AtomicBool::new(false),
-                appended: AtomicU64::new(len),
-            };
+            let segment = Segment { id, path, file, version, len: AtomicU64::new(len), active: AtomicBool::new(false) };
             segments.insert(id, Arc::new(segment));
         }
         let next_id = SegmentId(ids.last().map_or(1, |id| id.0 + 1));
@@ -279,7 +271,6 @@ impl ValueLog {
             pointers.push(ValuePointer { segment, offset, len });
             offset += u64::from(len);
         }
-        active.segment.appended.store(offset, Ordering::Relaxed);
         if let Some(ticket) = moves {
             self.moves.note_target(ticket, segment);
             self.note_referenced(segment);
@@ -367,7 +358,6 @@ impl ValueLog {
                 version: sealed.version,
                 len: AtomicU64::new(sealed.readable_len()),
                 active: AtomicBool::new(false),
-                appended: AtomicU64::new(sealed.readable_len()),
             };
             self.segments.write().insert(sealed.id, Arc::new(fresh));
         }
@@ -505,15 +495,6 @@ impl ValueLog {
             return Ok(None);
         }
         segment.file.read_vec(offset, len).map(Some)
-    }
-
-    /// The bytes of every live segment together, as of the writer's last batch. Unlike
-    /// [`ValueLog::segments`] it never waits for the writer lock, which a seal's fsync, a new
-    /// segment's creation or the wait for a buffer in flight can hold for milliseconds: writers
-    /// measure the log against its space limit once per MiB, and waited there behind GC's
-    /// and compactions' appends for 8% of a 1 KiB overwrite.
-    pub fn total_len(&self) -> u64 {
-        self.segments.read().values().map(|s| s.appended_len()).sum()
     }
 
     /// Every live segment in id order.

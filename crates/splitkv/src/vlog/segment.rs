@@ -42,24 +42,11 @@ pub(crate) struct Segment {
     pub len: AtomicU64,
     /// True while the writer appends to this segment; unflushed bytes then live in its buffer.
     pub active: AtomicBool,
-    /// While active: its length with the bytes still in the writer's buffer or in flight,
-    /// stored after every batch under the log's writer lock, so that the log's size can be read
-    /// without that lock ([`Segment::appended_len`]). Not kept once sealed.
-    pub appended: AtomicU64,
 }
 
 impl Segment {
     pub fn readable_len(&self) -> u64 {
         self.len.load(Ordering::Acquire)
-    }
-
-    /// Bytes appended to the segment, buffered ones included; as of the writer's last batch if
-    /// it is active, which is all a size measurement needs.
-    pub fn appended_len(&self) -> u64 {
-        match self.is_active() {
-            true => self.appended.load(Ordering::Relaxed).max(self.readable_len()),
-            false => self.readable_len(),
-        }
     }
 
     pub fn is_active(&self) -> bool {

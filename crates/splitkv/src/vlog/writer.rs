@@ -349,7 +349,6 @@ impl Writer {
             version: FORMAT_VERSION,
             len: AtomicU64::new(SEGMENT_HEADER_LEN),
             active: AtomicBool::new(true),
-            appended: AtomicU64::new(SEGMENT_HEADER_LEN),
         });
         self.active = Some(ActiveSegment {
             segment: Arc::clone(&segment),
