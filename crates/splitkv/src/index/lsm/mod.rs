@@ -21,7 +21,7 @@
 //! database's [`Catalog`], beside the value log's metadata, which the database owns; the index
 //! reaches the value log only through a [`LogLink`].
 //!
-//! Lock order: `compaction_lock`, then `publish_lock`, then `state`, then the catalog.
+//! Lock order: `compaction_lock`, then `state`, then the catalog.
 
 mod flush;
 mod partitions;
@@ -143,14 +143,9 @@ struct Shared {
     /// Signals writers and waiters: a flush or compaction finished.
     done_cv: Condvar,
     super_version: RwLock<Arc<SuperVersion>>,
-    /// Shared by running background compactions, exclusive for a manual compaction, so that
-    /// none overlaps it.
+    /// Shared by running background compactions, exclusive for a manual compaction and for a
+    /// garbage survey, so neither overlaps one.
     compaction_lock: RwLock<()>,
-    /// Shared by a compaction while it publishes (its MANIFEST edit, with the garbage its drops
-    /// add, and the new super version), exclusive for a garbage survey from the version it walks
-    /// to the counts it sets: a drop published in between would be charged and then overwritten.
-    /// Only the publishing waits, not the compaction's merge, which may overlap a survey.
-    publish_lock: RwLock<()>,
     listener: Option<Arc<dyn CompactionListener>>,
     pick_settings: PickSettings,
     /// L0 files point reads consulted without finding their key since L0 was last picked for
@@ -219,7 +214,6 @@ impl LsmIndex {
             done_cv: Condvar::new(),
             super_version: RwLock::new(super_version),
             compaction_lock: RwLock::new(()),
-            publish_lock: RwLock::new(()),
             listener: options.compaction_listener.clone(),
             pick_settings: scheduler::pick_settings(&options),
             l0_read_misses: AtomicU64::new(0),

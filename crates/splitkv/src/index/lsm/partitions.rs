@@ -89,8 +89,6 @@ impl Shared {
         // The delete must survive a crash before the tables it hides are gone.
         self.log.sync()?;
         let mut dropped = 0u64;
-        // Its garbage is published like a compaction's drops: never inside a survey's count.
-        let publishing = self.publish_lock.read();
         self.catalog.record_with(|set| {
             let current = set.current();
             let covered = current.files_covered_by(&t.start, &t.end, t.seq);
@@ -112,7 +110,6 @@ impl Shared {
             self.install_super_version(&state);
             self.done_cv.notify_all();
             drop(state);
-            drop(publishing);
             self.delete_obsolete_files();
         }
         Ok(())

@@ -6,8 +6,7 @@
 //! compaction checks every few entries whether a frozen memtable waits and flushes it first.
 //! Workers pick under the state lock and mark their inputs busy in [`InFlight`] before releasing
 //! it, so concurrent compactions never share files or write overlapping ranges into one level; a
-//! manual compaction excludes them all (`compaction_lock`). A garbage survey holds back only
-//! their publishing (`publish_lock`), not their merges. Each finished compaction is reported
+//! manual compaction excludes them all (`compaction_lock`). Each finished compaction is reported
 //! to the policy (its level and duration), to the optional listener and to the LOG.
 //!
 //! A range delete may drop tables while a compaction reads them (see `partitions`); the
@@ -214,14 +213,12 @@ impl Shared {
         if compaction.is_trivial_move() && !holds_deleted(&compaction.inputs[0][0]) {
             let file = &compaction.inputs[0][0];
             edit.new_files.push((level + 1, FileMetaData::clone(file)));
-            let publishing = self.publish_lock.read();
             self.catalog
                 .record_with(|set| if inputs_still_current(set, &edit) { edit } else { VersionEdit::default() })?;
             let state = self.state.lock();
             self.install_super_version(&state);
             self.done_cv.notify_all();
             drop(state);
-            drop(publishing);
             drop(compaction);
             self.delete_obsolete_files();
             summary.trivial_move = true;
@@ -304,7 +301,6 @@ impl Shared {
         edit.new_files.extend(res.outputs.into_iter().map(|meta| (level + 1, meta)));
         // The outputs stay pending until the edit lists them, or obsolete-file deletion running
         // meanwhile would take them for leftovers.
-        let publishing = self.publish_lock.read();
         let recorded = self.catalog.record_with(|set| {
             if !inputs_still_current(set, &edit) {
                 return VersionEdit::default();
@@ -317,7 +313,6 @@ impl Shared {
         if recorded.is_ok() {
             self.install_super_version(&state);
         }
-        drop(publishing);
         // Held until readers take the new version, so GC does not copy what was just moved.
         end_moves();
         recorded?;

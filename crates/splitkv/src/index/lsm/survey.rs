@@ -44,7 +44,7 @@ impl Shared {
         applied_before: SegmentId,
         record: &mut dyn FnMut(LiveCount) -> Result<()>,
     ) -> Result<()> {
-        let _no_publishing = self.publish_lock.write();
+        let _no_compactions = self.compaction_lock.write();
         let surveyed = self.surveyable_segments(applied_before);
         let current_at = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
         let sv = self.super_version();
