@@ -72,8 +72,9 @@ fn run(args: config::Args) -> Result<(), String> {
             maxclients: args.maxclients,
         });
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stop_signal = shutdown_signal()?;
         tokio::spawn(async move {
-            wait_for_signal().await;
+            stop_signal.await;
             let _ = stop_tx.send(true);
         });
         // The line tests and scripts wait for; printed once the port accepts connections.
@@ -95,13 +96,19 @@ fn run(args: config::Args) -> Result<(), String> {
     Ok(())
 }
 
-async fn wait_for_signal() {
+/// Installs the SIGTERM and SIGINT handlers now and returns the wait for either. Installed before
+/// the ready line: a signal sent the moment the server reports ready must already shut it down
+/// cleanly, where a handler installed later by the waiting task left it to the default action,
+/// which killed the process before the final sync and flush.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    let handler = |kind: SignalKind, name: &str| signal(kind).map_err(|e| format!("cannot handle {name}: {e}"));
+    let mut term = handler(SignalKind::terminate(), "SIGTERM")?;
+    let mut int = handler(SignalKind::interrupt(), "SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
 }

@@ -88,3 +88,15 @@ fn a_directory_of_other_data_is_refused() -> TestResult {
 fn splitkv_open(path: &std::path::Path) -> splitkv::Db {
     splitkv::Db::open(path, splitkv::Options::default()).expect("open")
 }
+
+#[test]
+fn sigterm_right_after_the_ready_line_shuts_down_cleanly() -> TestResult {
+    // A supervisor may stop a server the moment it reports ready: the signal handlers must be
+    // in place by then, or the default action kills it without the final sync and flush.
+    let dir = tempfile::tempdir()?;
+    for _ in 0..10 {
+        let status = ServerProcess::start(&dir.path().join("db"), &[]).terminate();
+        assert!(status.success(), "SIGTERM right after the ready line: exit status {status:?}");
+    }
+    Ok(())
+}
