@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Where threads wait: off-CPU time per thread and blocking stack, from scheduler switches.
+
+Record the run, then turn the recording into text and read it with this script:
+
+    perf record -e sched:sched_switch --call-graph dwarf,16384 -o sched.data <command>
+    perf script -i sched.data -F comm,tid,time,trace,ip,sym > sched.txt
+    python3 bench/offcpu.py sched.txt [--from SECONDS] [--thread NAME | --frame TEXT] [--top N]
+
+Each switch-out of a thread starts a wait, and its next switch-in ends it. Without `--thread`
+or `--frame`, the script prints each thread's total time off the CPU, then the longest waits
+grouped by thread and by the first three engine frames of the blocking stack. `--thread NAME`
+groups one thread's waits by their whole engine stack. `--frame TEXT` does the same for the waits
+of every thread whose stack has a frame containing TEXT. `--from` skips the waits that begin
+earlier than SECONDS after the first switch, for example a load before the step of interest.
+"""
+
+import argparse
+import collections
+import re
+
+HEADER = re.compile(
+    r"(\S+)\s+(\d+)\s+([\d.]+): prev_comm=(.*) prev_pid=(\d+) .* prev_state=(\S+) ==> next_comm=(.*) next_pid=(\d+)"
+)
+
+
+def read_switches(path):
+    """The switches in order, each with the stack of the thread that left the CPU."""
+    switches = []
+    for line in open(path):
+        if line.startswith("\t"):
+            frame = line.strip().split(None, 1)
+            if switches and len(frame) == 2:
+                switches[-1]["stack"].append(frame[1])
+        elif line.strip():
+            m = HEADER.match(line)
+            if m:
+                switches.append(
+                    {"t": float(m[3]), "comm": m[4], "prev": int(m[5]), "next": int(m[8]), "stack": []}
+                )
+    return switches
+
+
+def waits(switches, start):
+    """(thread, stack, seconds) for every wait that begins `start` seconds or more in."""
+    t0 = switches[0]["t"]
+    left = {}
+    for s in switches:
+        out = left.pop(s["next"], None)
+        if out is not None and out["t"] - t0 >= start:
+            yield out["comm"], out["stack"], s["t"] - out["t"]
+        left[s["prev"]] = s
+
+
+def engine_frames(stack):
+    return [f for f in stack if "splitkv" in f]
+
+
+def main():
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("sched")
+    args.add_argument("--from", dest="start", type=float, default=0.0)
+    args.add_argument("--thread")
+    args.add_argument("--frame")
+    args.add_argument("--top", type=int, default=40)
+    a = args.parse_args()
+    switches = read_switches(a.sched)
+    if a.thread or a.frame:
+        by_stack, count = collections.Counter(), collections.Counter()
+        for comm, stack, secs in waits(switches, a.start):
+            if (a.thread and comm != a.thread) or (a.frame and not any(a.frame in f for f in stack)):
+                continue
+            key = "\n   ".join(f[:120] for f in engine_frames(stack)) or (stack[0] if stack else "?")
+            by_stack[key] += secs
+            count[key] += 1
+        for key, secs in by_stack.most_common(a.top):
+            print(f"{secs:.3f} s in {count[key]} waits\n   {key}\n")
+        return
+    per_thread, by_place = collections.Counter(), collections.Counter()
+    for comm, stack, secs in waits(switches, a.start):
+        frames = engine_frames(stack)
+        place = " < ".join(f[:70] for f in frames[:3]) or (stack[0][:60] if stack else "?")
+        per_thread[comm] += secs
+        by_place[(comm, place)] += secs
+    print(f"span {switches[-1]['t'] - switches[0]['t']:.2f} s")
+    for comm, secs in per_thread.most_common():
+        print(f"{comm:18s} off {secs:.2f} s")
+    for (comm, place), secs in by_place.most_common(a.top):
+        print(f"{secs:6.2f} {comm:16s} {place}")
+
+
+if __name__ == "__main__":
+    main()
