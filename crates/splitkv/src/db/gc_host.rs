@@ -101,9 +101,9 @@ impl DbInner {
     /// to as of `current_at`) at the log head, in batches of [`RELOCATION_BATCH_BYTES`] taken in
     /// their order, each written in key order and re-checked as write leader (a put whose key no
     /// longer maps to the record's pointer is skipped). A batch is synced before it is applied
-    /// only where the index applies durably ([`crate::index::Index::applies_durably`]); otherwise the
-    /// caller's sync after the last batch, which must come before the victims go, makes the
-    /// copies durable.
+    /// only where the index applies durably ([`crate::index::Index::applies_durably`]);
+    /// otherwise the caller's sync after the last batch, which must come before the victims go,
+    /// makes the copies durable.
     pub(super) fn submit_relocations(
         &self,
         records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>, ValuePointer)>,
