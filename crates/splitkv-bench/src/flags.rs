@@ -137,6 +137,9 @@ pub struct Flags {
     pub gc_policy: Option<String>,
     /// `--gc_in_compaction`: compactions move values out of segments past the garbage ratio.
     pub gc_in_compaction: Option<bool>,
+    /// `--gc_compact_in_place`: GC rewrites a victim in place behind an offset map instead of
+    /// copying its live values to the log head.
+    pub gc_compact_in_place: Option<bool>,
     /// splitkv: garbage fraction at which background GC cleans a segment.
     pub gc_threshold: Option<f64>,
     /// splitkv: share of the space budget, or of the garbage the amplification limit allows,
@@ -256,6 +259,7 @@ impl Default for Flags {
             partitions: 1,
             gc_policy: None,
             gc_in_compaction: None,
+            gc_compact_in_place: None,
             gc_threshold: None,
             gc_space_trigger: None,
             space_budget: None,
@@ -395,6 +399,7 @@ usage: splitkv-bench [--name=value | --name value | --name | --noname ...]
   --space_amplification=F|none (value-log space limit over live bytes; default 1.3)
   --gc_punch_holes=BOOL  --gc_logical_space_factor=F  --gc_rate_limit=N          (splitkv)
   --gc_in_compaction=BOOL (compactions move values out of segments past the garbage ratio) (splitkv)
+  --gc_compact_in_place=BOOL (GC rewrites a victim in place behind an offset map; no index writes) (splitkv)
   --enable_blob_files=BOOL  --min_blob_size=N (0)  --blob_file_size=N            (rocksdb)
   --ycsb_records=N (100000)  --ycsb_ops=N (100000)  --ycsb_threads=N (1)
   --ycsb_field_count=N (10)  --ycsb_field_length=N (100)
@@ -597,6 +602,7 @@ fn apply(flags: &mut Flags, arg: &str, name: &str, value: Option<&str>) -> Resul
         "background_gc" => flags.background_gc = Some(boolean()?),
         "gc_punch_holes" => flags.gc_punch_holes = Some(boolean()?),
         "gc_in_compaction" => flags.gc_in_compaction = Some(boolean()?),
+        "gc_compact_in_place" => flags.gc_compact_in_place = Some(boolean()?),
         "gc_logical_space_factor" => {
             flags.gc_logical_space_factor =
                 Some(text()?.parse::<f64>().ok().filter(|f| *f >= 1.0).ok_or_else(|| bad("a factor of at least 1"))?)

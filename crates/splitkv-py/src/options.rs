@@ -54,6 +54,7 @@ pub const OPTION_NAMES: &[&str] = &[
     "gc_logical_space_factor",
     "gc_rate_limit",
     "gc_in_compaction",
+    "gc_compact_in_place",
     "index",
     "hash_capacity",
     "hash_shards",
@@ -154,6 +155,7 @@ fn set(o: &mut Options, v: &mut VariantSettings, name: &str, value: &Bound<'_, P
         "gc_logical_space_factor" => o.gc_logical_space_factor = value.float()?,
         "gc_rate_limit" => o.gc_rate_limit = value.u64()?,
         "gc_in_compaction" => o.gc_in_compaction = value.boolean()?,
+        "gc_compact_in_place" => o.gc_compact_in_place = value.boolean()?,
         "index" => {
             o.index = match value.string()?.as_str() {
                 "lsm" => IndexKind::Lsm,

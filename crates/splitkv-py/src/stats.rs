@@ -39,6 +39,7 @@ pub fn to_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> 
         ("gc_bytes_relocated", s.gc_bytes_relocated),
         ("gc_bytes_punched", s.gc_bytes_punched),
         ("gc_segments_released", s.gc_segments_released),
+        ("gc_segments_compacted", s.gc_segments_compacted),
         ("disk_bytes", s.disk_bytes),
         ("engine_bytes_written", s.engine_bytes_written()),
         ("sstable_bytes", s.sstable_bytes()),

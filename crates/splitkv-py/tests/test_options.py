@@ -43,6 +43,7 @@ VALUES = {
     "gc_logical_space_factor": 2,
     "gc_rate_limit": 0,
     "gc_in_compaction": False,
+    "gc_compact_in_place": True,
     "index": "hash",
     "hash_capacity": 1024,
     "hash_shards": 1,

@@ -88,6 +88,9 @@ struct StoredOptions {
     /// Absent from files written before it existed.
     #[serde(default)]
     gc_in_compaction: bool,
+    /// Absent from files written before it existed.
+    #[serde(default)]
+    gc_compact_in_place: bool,
     index_block_kind: StoredIndexBlockKind,
     paranoid_checks: bool,
     prefetch_threads: usize,
@@ -194,6 +197,7 @@ impl From<&Options> for StoredOptions {
             gc_rate_limit,
             gc_rewrite_order,
             gc_in_compaction,
+            gc_compact_in_place,
             index,
             index_block_kind,
             paranoid_checks,
@@ -254,6 +258,7 @@ impl From<&Options> for StoredOptions {
                 GcRewriteOrder::Key => StoredGcRewriteOrder::Key,
             },
             gc_in_compaction: *gc_in_compaction,
+            gc_compact_in_place: *gc_compact_in_place,
             index_block_kind: match index_block_kind {
                 IndexBlockKind::Binary => StoredIndexBlockKind::Binary,
                 IndexBlockKind::Learned => StoredIndexBlockKind::Learned,
@@ -333,6 +338,7 @@ impl StoredOptions {
                 StoredGcRewriteOrder::Key => GcRewriteOrder::Key,
             },
             gc_in_compaction: self.gc_in_compaction,
+            gc_compact_in_place: self.gc_compact_in_place,
             index: match self.index {
                 StoredIndex::Lsm => IndexKind::Lsm,
                 StoredIndex::Hash { capacity, shards } => IndexKind::Hash { capacity, shards },
@@ -514,6 +520,7 @@ mod tests {
             gc_policy: GcPolicyKind::CostBenefit,
             gc_rewrite_order: GcRewriteOrder::Key,
             gc_in_compaction: true,
+            gc_compact_in_place: true,
             gc_space_budget: Some(u64::MAX - 1),
             gc_space_amplification: None,
             index: IndexKind::Hash { capacity: 1 << 33, shards: 3 },

@@ -497,6 +497,8 @@ pub struct Stats {
     pub gc_bytes_punched: u64,
     /// Segments GC deleted.
     pub gc_segments_released: u64,
+    /// Segments GC replaced by their compacted file (`gc_compact_in_place`).
+    pub gc_segments_compacted: u64,
     /// Bytes the database's files occupy on the medium.
     pub disk_bytes: u64,
     /// The hash table, in the hash index mode.
@@ -747,12 +749,13 @@ impl fmt::Display for Stats {
         }
         writeln!(
             f,
-            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, runs spent {:.3} s scanning and {:.3} s relocating, {} surveys ({:.3} s), lookups skipped by survey maps: {} of dead records, {} of live ones; on disk {:.1} MiB",
+            "GC: {} runs, read {:.1} MiB, relocated {:.1} MiB, punched {:.1} MiB, {} segments released, {} compacted in place, runs spent {:.3} s scanning and {:.3} s relocating, {} surveys ({:.3} s), lookups skipped by survey maps: {} of dead records, {} of live ones; on disk {:.1} MiB",
             self.gc_runs,
             self.gc_bytes_read as f64 / MIB,
             self.gc_bytes_relocated as f64 / MIB,
             self.gc_bytes_punched as f64 / MIB,
             self.gc_segments_released,
+            self.gc_segments_compacted,
             self.gc_scan_micros as f64 / 1e6,
             self.gc_relocate_micros as f64 / 1e6,
             self.gc_surveys,

@@ -36,10 +36,16 @@ fn partition_key(i: u64) -> Vec<u8> {
     format!("k{i:05}").into_bytes()
 }
 
-/// The case's options with the row's compaction settings; LSM cases split the key space into
-/// partitions (statically, and under the time-slice row also by size).
-fn model_options(case: Case, policy: CompactionPolicyKind, workers: usize) -> Options {
-    let base = Options { compaction_policy: policy, max_background_compactions: workers, ..case.options() };
+/// The case's options with the row's compaction and GC settings; LSM cases split the key space
+/// into partitions (statically, and under the time-slice row also by size).
+fn model_options(case: Case, row: Row) -> Options {
+    let Row { policy, workers, gc_compact_in_place } = row;
+    let base = Options {
+        compaction_policy: policy,
+        max_background_compactions: workers,
+        gc_compact_in_place,
+        ..case.options()
+    };
     if base.index != splitkv::IndexKind::Lsm {
         return base;
     }
@@ -99,11 +105,18 @@ fn steps() -> usize {
     std::env::var("SPLITKV_MODEL_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(1200)
 }
 
+/// A row of the model test: the settings it runs every case of its matrix under.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    policy: CompactionPolicyKind,
+    workers: usize,
+    gc_compact_in_place: bool,
+}
+
 struct Harness {
     seed: u64,
     case: Case,
-    policy: CompactionPolicyKind,
-    workers: usize,
+    row: Row,
     rng: SmallRng,
     env: CrashEnv,
     db: Option<Db>,
@@ -119,15 +132,14 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(seed: u64, case: Case, policy: CompactionPolicyKind, workers: usize) -> Self {
+    fn new(seed: u64, case: Case, row: Row) -> Self {
         let env = CrashEnv::new();
-        let options = model_options(case, policy, workers);
+        let options = model_options(case, row);
         let db = Db::open("/db", env.options(options)).unwrap_or_else(|e| panic!("seed {seed} {case}: open: {e}"));
         Harness {
             seed,
             case,
-            policy,
-            workers,
+            row,
             rng: SmallRng::seed_from_u64(seed ^ case.threshold as u64),
             env,
             db: Some(db),
@@ -140,7 +152,7 @@ impl Harness {
     }
 
     fn ctx(&self) -> String {
-        format!("seed {} {} policy {:?} workers {} step {}", self.seed, self.case, self.policy, self.workers, self.step)
+        format!("seed {} {} {:?} step {}", self.seed, self.case, self.row, self.step)
     }
 
     fn db(&self) -> &Db {
@@ -402,7 +414,7 @@ impl Harness {
     }
 
     fn options(&self) -> Options {
-        model_options(self.case, self.policy, self.workers)
+        model_options(self.case, self.row)
     }
 
     fn run(&mut self, steps: usize) {
@@ -531,18 +543,19 @@ fn keyspace_dump(ks: &splitkv::Keyspace<'_>, opts: ReadOptions, backward: bool) 
 
 #[test]
 fn random_operations_match_the_model() {
-    let score = (matrix(), CompactionPolicyKind::Score, 1, steps());
-    // LSM only: compaction policies and workers belong to the LSM index; under another kind this
-    // row would repeat the score row.
-    let time_slice = (lsm_matrix(), CompactionPolicyKind::time_slice(5), 2, steps() / 2);
-    for (cases, policy, workers, steps) in [score, time_slice] {
+    let row = |policy, workers, gc_compact_in_place| Row { policy, workers, gc_compact_in_place };
+    let score = (matrix(), row(CompactionPolicyKind::Score, 1, false), steps());
+    // LSM only: compaction policies and workers belong to the LSM index, and so does GC's
+    // compaction in place; under another kind these rows would repeat the score row.
+    let time_slice = (lsm_matrix(), row(CompactionPolicyKind::time_slice(5), 2, false), steps() / 2);
+    let in_place = (lsm_matrix(), row(CompactionPolicyKind::Score, 1, true), steps() / 2);
+    for (cases, row, steps) in [score, time_slice, in_place] {
         for seed in seeds() {
             for &case in &cases {
                 eprintln!(
-                    "model test: seed {seed} {case} {policy:?} workers {workers} steps {steps} \
-                     (rerun with SPLITKV_MODEL_SEEDS={seed})"
+                    "model test: seed {seed} {case} {row:?} steps {steps} (rerun with SPLITKV_MODEL_SEEDS={seed})"
                 );
-                Harness::new(seed, case, policy, workers).run(steps);
+                Harness::new(seed, case, row).run(steps);
             }
         }
     }

@@ -135,6 +135,9 @@ pub fn options_from_flags(flags: &Flags) -> BenchResult<Options> {
     if let Some(b) = flags.gc_punch_holes {
         options.gc_punch_holes = b;
     }
+    if let Some(b) = flags.gc_compact_in_place {
+        options.gc_compact_in_place = b;
+    }
     if let Some(b) = flags.gc_in_compaction {
         options.gc_in_compaction = b;
     }

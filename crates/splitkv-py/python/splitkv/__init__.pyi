@@ -174,7 +174,7 @@ class DB:
     with time_slice_ms, time_slice_dynamic, time_slice_drain_percent), gc_policy ("oldest" |
     "greedy" | "cost_benefit"), background_gc, gc_garbage_ratio, gc_space_budget,
     gc_space_amplification, gc_space_trigger, gc_punch_holes, gc_logical_space_factor,
-    gc_rate_limit, gc_in_compaction, index ("lsm" | "hash", with hash_capacity, hash_shards), paranoid_checks,
+    gc_rate_limit, gc_in_compaction, gc_compact_in_place, index ("lsm" | "hash", with hash_capacity, hash_shards), paranoid_checks,
     prefetch_threads. A misspelt keyword raises TypeError.
     """
 

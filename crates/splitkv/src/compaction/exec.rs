@@ -249,11 +249,15 @@ pub struct ValueMoves<'a> {
 }
 
 impl ValueMoves<'_> {
-    /// True if the value at `ptr` is to be moved.
+    /// True if the value at `ptr` is to be moved. A kept entry whose newer version lies outside
+    /// the compaction is dead, and its record may be in a skipped range or dropped by GC's
+    /// compaction of the segment: those are not moved (and the entry goes when its newer
+    /// version meets it).
     fn moves(&self, ptr: &ValuePointer) -> bool {
         self.from
             .get(&ptr.segment)
             .is_some_and(|skipped| !skipped.iter().any(|&(start, end)| (start..end).contains(&ptr.offset)))
+            && self.log.holds(ptr)
     }
 
     /// Moves the value at `ptr` of the version `user_key`@`seq` to the log head.

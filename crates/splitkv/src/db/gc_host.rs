@@ -557,6 +557,10 @@ impl GcHost for DbInner {
         self.catalog.segment(id).map(|m| m.skipped).unwrap_or_default()
     }
 
+    fn is_compacted(&self, id: SegmentId) -> bool {
+        self.vlog.is_compacted(id)
+    }
+
     fn log_bytes(&self) -> u64 {
         self.logical_log_bytes().saturating_sub(self.gc.punched_bytes())
     }
@@ -657,6 +661,33 @@ impl GcHost for DbInner {
         self.vlog.remove_segment(id)
     }
 
+    fn compact_segment(&self, id: SegmentId, kept: &[ReplayedRecord]) -> Result<()> {
+        let written = self.vlog.write_compacted(id, kept).and_then(|_| {
+            // The writes that made the dropped records dead must be durable before the
+            // compacted file can replace the old one.
+            self.sync_log()
+        });
+        if written.is_err() {
+            self.vlog.discard_compacted(id);
+        }
+        written
+    }
+
+    fn install_compacted(&self, id: SegmentId, shadowed_by: SequenceNumber) -> Result<()> {
+        // A failure between the rename and the directory sync would leave the segment's name
+        // undecided: stop writing, as after any failed sync.
+        let installed = self.vlog.install_compacted(id);
+        self.poison_on_error(installed)?;
+        // The dropped records' garbage is gone with them. Drops of versions shadowed after the
+        // scan began are still to be counted; those counted since it began and kept are lost
+        // until the next survey (GC then waits a little longer for this segment).
+        let survey = GarbageSurvey { segment: id, garbage_bytes: 0, horizon: shadowed_by };
+        let recorded = self
+            .catalog
+            .record_for_segment(id, VersionEdit { garbage_surveys: vec![survey], ..VersionEdit::default() });
+        self.poison_on_error(recorded)
+    }
+
     fn files(&self) -> (&dyn FileSystem, &Path) {
         (self.options.fs.as_ref(), &self.dir)
     }
@@ -665,6 +696,7 @@ impl GcHost for DbInner {
         Counters::add(&self.counters.gc_scan_micros, outcome.scan_time.as_micros() as u64);
         Counters::add(&self.counters.gc_relocate_micros, outcome.relocate_time.as_micros() as u64);
         let released: Vec<u64> = outcome.segments_released.iter().map(|s| s.0).collect();
+        let compacted: Vec<u64> = outcome.segments_compacted.iter().map(|s| s.0).collect();
         log_event!(
             self.info_log,
             Level::INFO,
@@ -674,6 +706,7 @@ impl GcHost for DbInner {
             bytes_relocated = outcome.bytes_relocated,
             bytes_punched = outcome.bytes_punched,
             released = %ListDisplay(&released),
+            compacted = %ListDisplay(&compacted),
             scan_micros = outcome.scan_time.as_micros() as u64,
             relocate_micros = outcome.relocate_time.as_micros() as u64,
             micros = took.as_micros() as u64,

@@ -462,6 +462,7 @@ impl Db {
         stats.gc_bytes_relocated = gc.bytes_relocated;
         stats.gc_bytes_punched = gc.bytes_punched;
         stats.gc_segments_released = gc.segments_released;
+        stats.gc_segments_compacted = gc.segments_compacted;
         stats.disk_bytes = self.inner.disk_bytes();
         stats.manifest_bytes_written = self.inner.catalog.manifest_bytes_written();
         let (head, recorded) = self.inner.catalog.log_segments();

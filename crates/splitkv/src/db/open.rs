@@ -367,6 +367,9 @@ pub(super) fn new_collector(options: &Options) -> GarbageCollector {
             logical_space_factor: options.gc_logical_space_factor,
             rewrite_order: options.gc_rewrite_order,
             moves_in_compaction: options.gc_in_compaction && options.index == IndexKind::Lsm,
+            // The hash index's snapshot reads walk version chains through the log, which a
+            // compaction's dropped records would cut; punching would hit the wrong bytes.
+            compact_in_place: options.gc_compact_in_place && options.index == IndexKind::Lsm && !options.gc_punch_holes,
         },
         options.segment_size,
     )

@@ -143,6 +143,9 @@ pub trait LogLink: Send + Sync {
     fn segments(&self) -> Vec<SegmentInfo>;
     /// Reads and validates the whole record at `ptr`.
     fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord>;
+    /// False if `ptr` names a record its segment no longer holds (GC compacted the segment and
+    /// dropped it, so no current version points at it).
+    fn holds(&self, ptr: &ValuePointer) -> bool;
     /// Appends values a compaction moves, as one batch of moved records (not writes: replay
     /// skips them); returns their pointers. Durable only after [`LogLink::sync`].
     fn append_moved(&self, ticket: MoveTicket, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>>;
@@ -169,6 +172,9 @@ impl LogLink for ValueLog {
     }
     fn read_record(&self, ptr: &ValuePointer) -> Result<ReplayedRecord> {
         ValueLog::read_record(self, ptr)
+    }
+    fn holds(&self, ptr: &ValuePointer) -> bool {
+        ValueLog::holds(self, ptr)
     }
     fn append_moved(&self, ticket: MoveTicket, records: &[RecordRef<'_>]) -> Result<Vec<ValuePointer>> {
         ValueLog::append_moved(self, ticket, records).map(|p| p.into_vec())

@@ -25,6 +25,12 @@
 //! when the logical space budget is spent, when a segment is mostly holes, or when its garbage
 //! is too scattered to free a block.
 //!
+//! With `compact_in_place` (the LSM index only), step 2 writes the survivors to a new file for
+//! the victim's own id instead, with a map from their old offsets to their new positions
+//! (`vlog::compact`): pointers stay valid, so nothing goes through the write path. The host
+//! syncs the new file and the log, and once no reader older than the scan is open the new file
+//! replaces the victim's (step 3's wait, with a rename instead of a removal).
+//!
 //! With `GcRewriteOrder::Key` the survivors are sorted by key before step 2, so that scans over
 //! what one victim held read its copies in order; `Db::rewrite_value_log` (in `db::rewrite`)
 //! goes further and rewrites a whole key range in order through the same relocation path.
@@ -98,6 +104,11 @@ pub trait GcHost: Send + Sync {
     }
     /// The runs of dead records of segment `id` that scans skip (sorted, disjoint).
     fn skipped_ranges(&self, id: SegmentId) -> Vec<(u64, u64)>;
+    /// True if segment `id` is a compacted one: its records are not at the offsets pointers
+    /// name, so it is never punched.
+    fn is_compacted(&self, _id: SegmentId) -> bool {
+        false
+    }
     /// Bytes the value log occupies on the medium: segment lengths minus punched holes.
     fn log_bytes(&self) -> u64;
     /// Bytes of all value-log segment files, holes included (the logical space in use).
@@ -151,6 +162,13 @@ pub trait GcHost: Send + Sync {
     }
     /// Records the segment's removal durably and deletes the file.
     fn release_segment(&self, id: SegmentId) -> Result<()>;
+    /// Writes the compacted file of segment `id` keeping `kept` (its live records, in file
+    /// order) and syncs it, then makes the log durable, so that whatever made the other records
+    /// dead survives a crash too (see `vlog::compact`).
+    fn compact_segment(&self, id: SegmentId, kept: &[ReplayedRecord]) -> Result<()>;
+    /// Puts the compacted file of segment `id` in place of its old one, whose older readers
+    /// are gone, and records that its garbage shadowed at or below `shadowed_by` is gone.
+    fn install_compacted(&self, id: SegmentId, shadowed_by: SequenceNumber) -> Result<()>;
     /// File system and directory, for scanning and punching.
     fn files(&self) -> (&dyn FileSystem, &Path);
     /// Told after every run that cleaned, punched or released something, with what it did and
@@ -182,6 +200,9 @@ pub struct GcSettings {
     /// Compactions move values out of the segments GC plans to clean
     /// ([`GarbageCollector::plan_moves`]); below its trigger GC only releases what they emptied.
     pub moves_in_compaction: bool,
+    /// Clean a victim by rewriting it in place, its survivors packed behind an offset map,
+    /// instead of copying them to the log head (never while punching holes).
+    pub compact_in_place: bool,
 }
 
 /// Which space limit the value log is over.
@@ -210,6 +231,9 @@ pub struct GcOutcome {
     pub bytes_punched: u64,
     /// Segments deleted in this run (the victim, or earlier victims whose readers are gone).
     pub segments_released: Vec<SegmentId>,
+    /// Segments whose compacted file replaced their old one in this run (the victim, or
+    /// earlier victims whose readers are gone).
+    pub segments_compacted: Vec<SegmentId>,
     /// Time spent reading the victim and deciding which of its records are live. The scan and
     /// the relocation may overlap (on two threads); neither time counts waits for the other.
     pub scan_time: Duration,
@@ -221,7 +245,10 @@ pub struct GcOutcome {
 impl GcOutcome {
     /// True if the run cleaned, punched or released anything.
     pub fn did_work(&self) -> bool {
-        self.victim.is_some() || !self.segments_released.is_empty() || self.bytes_punched > 0
+        self.victim.is_some()
+            || !self.segments_released.is_empty()
+            || !self.segments_compacted.is_empty()
+            || self.bytes_punched > 0
     }
 }
 
@@ -238,6 +265,8 @@ pub struct GcTotals {
     pub bytes_punched: u64,
     /// Segments deleted.
     pub segments_released: u64,
+    /// Segments whose compacted file replaced the old one.
+    pub segments_compacted: u64,
 }
 
 /// Work that must wait until no reader older than `after` is open.
@@ -247,6 +276,17 @@ enum Deferred {
     Release(SegmentId),
     /// Punch the block-aligned interiors of recorded dead runs.
     Punch(SegmentId, Vec<(u64, u64)>),
+    /// Put a victim's compacted file in place of its old one; the garbage its records shadowed
+    /// at or below the sequence number is gone with them.
+    Install(SegmentId, SequenceNumber),
+}
+
+impl Deferred {
+    fn segment(&self) -> SegmentId {
+        match self {
+            Deferred::Release(id) | Deferred::Punch(id, _) | Deferred::Install(id, _) => *id,
+        }
+    }
 }
 
 struct CollectorState {
@@ -353,7 +393,7 @@ impl GarbageCollector {
             .iter()
             .filter_map(|(work, _)| match work {
                 Deferred::Release(id) => Some(*id),
-                Deferred::Punch(..) => None,
+                Deferred::Punch(..) | Deferred::Install(..) => None,
             })
             .collect()
     }
@@ -448,11 +488,7 @@ impl GarbageCollector {
         }
         let state = self.state.lock();
         // Segments with deferred work are not picked again until it is done.
-        segments.retain(|s| {
-            !state.deferred.iter().any(|(work, _)| match work {
-                Deferred::Release(id) | Deferred::Punch(id, _) => *id == s.id,
-            })
-        });
+        segments.retain(|s| !state.deferred.iter().any(|(work, _)| work.segment() == s.id));
         for s in &mut segments {
             if let Some(&at) = state.punched_at.get(&s.id) {
                 s.garbage_bytes = s.garbage_bytes.saturating_sub(at);
@@ -584,6 +620,17 @@ impl GarbageCollector {
                     host.release_segment(*id)?;
                     outcome.segments_released.push(*id);
                 }
+                Deferred::Install(id, shadowed_by) => {
+                    // The same wait as a release: a reader holding a tree from before a
+                    // compaction's move may still follow a pointer to a record dropped here.
+                    if !host.begin_release(*id) {
+                        continue;
+                    }
+                    host.install_compacted(*id, *shadowed_by)?;
+                    host.end_collecting(*id);
+                    outcome.segments_compacted.push(*id);
+                    self.state.lock().totals.segments_compacted += 1;
+                }
                 Deferred::Punch(id, ranges) => {
                     if !host.may_punch(*id) {
                         continue;
@@ -636,6 +683,7 @@ impl GarbageCollector {
             total.bytes_relocated += run.bytes_relocated;
             total.bytes_punched += run.bytes_punched;
             total.segments_released.extend(run.segments_released);
+            total.segments_compacted.extend(run.segments_compacted);
             total.scan_time += run.scan_time;
             total.relocate_time += run.relocate_time;
             if run.victim.is_none() {
@@ -667,7 +715,10 @@ impl GarbageCollector {
         let cleaned = self.clean(host, force, victim, outcome);
         let mut state = self.state.lock();
         state.cleaning = None;
-        let queued = state.deferred.iter().any(|(work, _)| *work == Deferred::Release(victim.id));
+        // A victim waiting for its release or its compacted file stays taken from compactions.
+        let queued = state.deferred.iter().any(|(work, _)| {
+            matches!(work, Deferred::Release(_) | Deferred::Install(..)) && work.segment() == victim.id
+        });
         drop(state);
         let released = cleaned.as_ref().is_ok_and(|o| o.segments_released.contains(&victim.id));
         if !queued && !released {
@@ -692,10 +743,14 @@ impl GarbageCollector {
             .space_budget
             .is_none_or(|b| (host.logical_log_bytes() as f64) < b as f64 * self.settings.logical_space_factor);
         let punch = self.settings.punch_holes && !self.state.lock().punch_unsupported && !is_shared(fs, &path)?;
-        let may_punch = punch && logical_room && !mostly_holes;
+        let may_punch = punch && logical_room && !mostly_holes && !host.is_compacted(victim.id);
         // A segment nothing ever pointed into (a log of inline values is only a write-ahead
         // log) needs no scan: no record can be live, and releasing beats punching.
         let referenced = host.may_be_referenced(victim.id);
+
+        if referenced && !may_punch && skipped.is_empty() && self.settings.compact_in_place {
+            return self.compact(host, fs, &path, victim.id, current_at, outcome);
+        }
 
         if referenced
             && !may_punch
@@ -754,6 +809,50 @@ impl GarbageCollector {
         }
         let relocated = relocate(host, live, current_at)?;
         self.finish_copy(host, victim.id, relocated, outcome)
+    }
+
+    /// Cleans `victim` in place: writes its live records to its compacted file, which replaces
+    /// the old one once no reader older than the scan's liveness checks is open (see
+    /// `vlog::compact`).
+    fn compact(
+        &self,
+        host: &dyn GcHost,
+        fs: &dyn FileSystem,
+        path: &Path,
+        victim: SegmentId,
+        current_at: SequenceNumber,
+        mut outcome: GcOutcome,
+    ) -> Result<GcOutcome> {
+        let mut live = Vec::new();
+        let scan = scan_victim(fs, path, &[], host, |record| {
+            live.push(record);
+            true
+        })?;
+        outcome.scan_time = scan.time;
+        outcome.bytes_read = scan.bytes_read;
+        if live.is_empty() {
+            // Nothing to keep: release the victim as a copying run would.
+            let relocated = relocate(host, live, current_at)?;
+            return self.finish_copy(host, victim, relocated, outcome);
+        }
+        // Every record dropped was dead for a reader at this sequence number or later.
+        let checked_at = host.visible_sequence();
+        let started = Instant::now();
+        let kept_bytes: u64 = live.iter().map(|r| u64::from(r.pointer.len)).sum();
+        host.compact_segment(victim, &live)?;
+        outcome.records_relocated = live.len() as u64;
+        outcome.bytes_relocated = live.iter().map(|r| r.value.len() as u64).sum();
+        outcome.relocate_time = started.elapsed();
+        {
+            let mut state = self.state.lock();
+            state.effective = kept_bytes * 20 < outcome.bytes_read * 19;
+            state.deferred.push((Deferred::Install(victim, current_at), checked_at));
+            state.totals.runs += 1;
+            state.totals.bytes_read += outcome.bytes_read;
+            state.totals.bytes_relocated += outcome.bytes_relocated;
+        }
+        self.do_ready_work(host, &mut outcome)?;
+        Ok(outcome)
     }
 
     /// Ends a run that copied the victim's live records: the victim is released once no reader
@@ -947,6 +1046,12 @@ mod tests {
             self.segments.lock().retain(|(s, _)| s.id != id);
             Ok(())
         }
+        fn compact_segment(&self, _id: SegmentId, _kept: &[ReplayedRecord]) -> Result<()> {
+            unreachable!("these settings never compact in place")
+        }
+        fn install_compacted(&self, _id: SegmentId, _shadowed_by: SequenceNumber) -> Result<()> {
+            unreachable!("these settings never compact in place")
+        }
         fn files(&self) -> (&dyn FileSystem, &Path) {
             (&self.fs, Path::new("/db"))
         }
@@ -967,6 +1072,7 @@ mod tests {
             logical_space_factor: 1.0,
             rewrite_order: GcRewriteOrder::Segment,
             moves_in_compaction: false,
+            compact_in_place: false,
         };
         let gc = GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000);
         let inline_only = (stats(1, 1000), false);
@@ -997,6 +1103,7 @@ mod tests {
             logical_space_factor: 1.0,
             rewrite_order: GcRewriteOrder::Segment,
             moves_in_compaction: true,
+            compact_in_place: false,
         };
         GarbageCollector::new(Box::new(GreedyPolicy), settings, 1000)
     }
@@ -1077,6 +1184,7 @@ mod tests {
             logical_space_factor: 1.0,
             rewrite_order: GcRewriteOrder::Segment,
             moves_in_compaction: false,
+            compact_in_place: false,
         };
         let host = |log_bytes| FixedHost {
             segments: Mutex::new(Vec::new()),

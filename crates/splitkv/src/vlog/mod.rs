@@ -30,11 +30,13 @@
 //! takes the writer mutex. Dropping the log without [`ValueLog::sync`] loses buffered appends,
 //! exactly like a crash; a buffer already handed to the flusher thread is written first.
 
+mod compact;
 pub mod gc;
 pub mod live_map;
 mod moves;
 pub mod prefetch;
 mod record;
+mod remap;
 mod replay;
 mod segment;
 mod victim_scan;
@@ -57,7 +59,7 @@ pub use record::{
 pub use segment::{scan_segment, zeros_between, SegmentScan};
 
 use record::{check_record, decode_record_header, encode_record, header_bytes, prev_precedes, RecordHeader};
-use segment::{read_segment_header, Segment};
+use segment::{read_remap, read_segment_header, Segment};
 use writer::Writer;
 
 use crate::error::{Error, Result};
@@ -113,8 +115,11 @@ struct Fetched {
 pub struct SegmentInfo {
     /// Segment id.
     pub id: SegmentId,
-    /// Length in bytes, header included.
+    /// Length in bytes, header included: the space the segment takes.
     pub len: u64,
+    /// The offsets of pointers into the segment lie below this: `len`, except for a compacted
+    /// segment, where it is the length the segment had before.
+    pub extent: u64,
 }
 
 /// The value log of one database directory.
@@ -180,13 +185,16 @@ impl ValueLog {
             let len = file.len()?;
             // A header-less newest segment holds no record, so the version it would have had
             // never decides anything; replay removes it.
-            let mut version = FORMAT_VERSION;
+            let (mut version, mut remap) = (FORMAT_VERSION, None);
             if len >= SEGMENT_HEADER_LEN {
-                version = read_segment_header(file.as_ref(), &path, Some(id))?.version;
+                let header = read_segment_header(file.as_ref(), &path, Some(id))?;
+                version = header.version;
+                remap = read_remap(file.as_ref(), &path, header, len)?;
             } else if i + 1 != ids.len() {
                 return Err(Error::corruption(&path, 0, "segment is shorter than its header"));
             }
-            let segment = Segment { id, path, file, version, len: AtomicU64::new(len), active: AtomicBool::new(false) };
+            let len = AtomicU64::new(len);
+            let segment = Segment { id, path, file, version, len, active: AtomicBool::new(false), remap };
             segments.insert(id, Arc::new(segment));
         }
         let next_id = SegmentId(ids.last().map_or(1, |id| id.0 + 1));
@@ -358,6 +366,7 @@ impl ValueLog {
                 version: sealed.version,
                 len: AtomicU64::new(sealed.readable_len()),
                 active: AtomicBool::new(false),
+                remap: None,
             };
             self.segments.write().insert(sealed.id, Arc::new(fresh));
         }
@@ -457,7 +466,12 @@ impl ValueLog {
         // round, a seal between the two reads makes a record just flushed look out of range.)
         let active = segment.is_active();
         let readable_len = segment.readable_len();
-        let bytes = if end <= readable_len {
+        let bytes = if let Some(remap) = &segment.remap {
+            let at = remap
+                .locate(ptr.offset, ptr.len)
+                .ok_or_else(|| corrupt("pointer to a record the segment's compaction did not keep".into()))?;
+            segment.file.read_vec(at, len)?
+        } else if end <= readable_len {
             segment.file.read_vec(ptr.offset, len)?
         } else {
             let unflushed = if active { self.read_unflushed(&segment, ptr.offset, len)? } else { None };
@@ -506,8 +520,8 @@ impl ValueLog {
             .read()
             .values()
             .map(|s| match active {
-                Some((id, len)) if id == s.id => SegmentInfo { id, len },
-                _ => SegmentInfo { id: s.id, len: s.readable_len() },
+                Some((id, len)) if id == s.id => SegmentInfo { id, len, extent: len },
+                _ => SegmentInfo { id: s.id, len: s.readable_len(), extent: s.extent() },
             })
             .collect();
         infos.sort_unstable_by_key(|s| s.id);

@@ -299,11 +299,10 @@ impl ValueLog {
 
     fn check_residency(&self, ptr: &ValuePointer, readaround: u64, load: bool) -> bool {
         let Some(segment) = self.segments.read().get(&ptr.segment).cloned() else { return true };
+        let Some(at) = segment.position_of(ptr) else { return true };
+        // In a compacted segment the record lies elsewhere than its pointer says.
+        let (start, end) = chunk(&ValuePointer { offset: at, ..*ptr }, readaround);
         let readable = segment.readable_len();
-        if ptr.offset < SEGMENT_HEADER_LEN || ptr.end() > readable {
-            return true;
-        }
-        let (start, end) = chunk(ptr, readaround);
         let len = end.min(readable) - start;
         if segment.file.is_cached(start, len) {
             return true;
@@ -384,24 +383,22 @@ impl ValueLog {
                 .iter()
                 .map(|&i| {
                     let ptr = requests[i].pointer;
-                    segments
-                        .get(&ptr.segment)
-                        .filter(|segment| ptr.offset >= SEGMENT_HEADER_LEN && ptr.end() <= segment.readable_len())
-                        .map(|segment| (segment, ptr))
+                    let segment = segments.get(&ptr.segment)?;
+                    segment.position_of(&ptr).map(|at| (segment, ptr, at))
                 })
                 .collect();
             let ask_for = |n: usize| {
-                if let Some(Some((segment, ptr))) = located.get(n) {
-                    segment.file.prefetch_in_memory(ptr.offset, u64::from(ptr.len));
+                if let Some(Some((segment, ptr, at))) = located.get(n) {
+                    segment.file.prefetch_in_memory(*at, u64::from(ptr.len));
                 }
             };
             (0..RECORDS_AHEAD).for_each(ask_for);
             for (n, record) in located.iter().enumerate() {
                 ask_for(n + RECORDS_AHEAD);
                 let start = buffer.len();
-                let version = record.and_then(|(segment, ptr)| {
+                let version = record.and_then(|(segment, ptr, at)| {
                     buffer.resize(start + ptr.len as usize, 0);
-                    match segment.file.read_exact_at(ptr.offset, &mut buffer[start..]) {
+                    match segment.file.read_exact_at(at, &mut buffer[start..]) {
                         Ok(()) => Some(segment.version),
                         Err(_) => {
                             buffer.truncate(start);
@@ -430,7 +427,9 @@ impl ValueLog {
     /// segment's format version (which its records are decoded by).
     fn read_span(&self, first: ValuePointer, end: u64, path: ReadPath) -> Option<(Bytes, u32)> {
         let segment = self.segments.read().get(&first.segment).cloned()?;
-        if first.offset < SEGMENT_HEADER_LEN || end > segment.readable_len() {
+        // A compacted segment's records are not where the span's offsets say: they are read
+        // one by one, through their pointers.
+        if segment.remap.is_some() || first.offset < SEGMENT_HEADER_LEN || end > segment.readable_len() {
             return None;
         }
         let len = usize::try_from(end - first.offset).ok()?;

@@ -30,6 +30,10 @@ use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 pub const SEGMENT_MAGIC: [u8; 8] = *b"SPLKVLOG";
 /// Version of the segment and record layout written by this code.
 pub const FORMAT_VERSION: u32 = 3;
+/// Version of a compacted segment (written by GC's in-place compaction, `vlog::remap`): the
+/// records of version 3 (any version's records are valid version-3 records), after an offset
+/// map that says where each record kept from the segment's old file lies in the new one.
+pub const COMPACTED_FORMAT_VERSION: u32 = 4;
 /// Oldest segment layout this code reads: version 1 is version 2 without `FLAG_HAS_PREV`, and
 /// version 2 is version 3 without `RecordKind::Moved`.
 pub const MIN_FORMAT_VERSION: u32 = 1;
@@ -348,7 +352,8 @@ pub(crate) fn encode_segment_header_version(id: SegmentId, version: u32) -> [u8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SegmentHeader {
     pub id: SegmentId,
-    /// Format version, within `MIN_FORMAT_VERSION..=FORMAT_VERSION`; decides the legal flags.
+    /// Format version, within `MIN_FORMAT_VERSION..=COMPACTED_FORMAT_VERSION`; decides the legal
+    /// flags, and whether an offset map follows the header.
     pub version: u32,
 }
 
@@ -365,9 +370,10 @@ pub(crate) fn check_segment_header(
         return Err("not a value-log segment (bad magic)".into());
     }
     let version = le_u32(header, 8);
-    if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+    if !(MIN_FORMAT_VERSION..=COMPACTED_FORMAT_VERSION).contains(&version) {
         return Err(format!(
-            "unsupported segment format version {version} (this build reads {MIN_FORMAT_VERSION} to {FORMAT_VERSION})"
+            "unsupported segment format version {version} (this build reads {MIN_FORMAT_VERSION} to \
+             {COMPACTED_FORMAT_VERSION})"
         ));
     }
     let id = SegmentId(le_u64(header, 12));
@@ -547,12 +553,13 @@ mod tests {
         let mut bad = header;
         bad[3] ^= 1;
         assert!(check_segment_header(&bad, None).is_err());
-        // Versions 1 and 2 are still read; versions this build does not know are refused.
-        for version in [1, 2] {
+        // Versions 1 and 2 are still read, and 4 (a compacted segment); versions this build does
+        // not know are refused.
+        for version in [1, 2, COMPACTED_FORMAT_VERSION] {
             let old = encode_segment_header_version(SegmentId(9), version);
             assert_eq!(check_segment_header(&old, None), Ok(SegmentHeader { id: SegmentId(9), version }));
         }
-        for version in [0, 4, u32::MAX] {
+        for version in [0, 5, u32::MAX] {
             let other = encode_segment_header_version(SegmentId(9), version);
             assert!(check_segment_header(&other, None).is_err(), "version {version}");
         }

@@ -88,6 +88,10 @@ impl ValueLog {
         batch: &mut Vec<ReplayedRecord>,
         apply: &mut dyn FnMut(&[ReplayedRecord]) -> Result<()>,
     ) -> Result<u64> {
+        if segment.remap.is_some() {
+            // GC compacts only segments wholly before the log head.
+            return Err(Error::corruption(&segment.path, 0, "compacted segment at or after the log head"));
+        }
         let mut cursor = RecordCursor::new(
             Arc::clone(&segment.file),
             segment.path.clone(),

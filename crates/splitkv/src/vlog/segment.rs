@@ -7,9 +7,14 @@
 //! without taking the writer's lock. `len` only grows, except when recovery truncates a torn tail
 //! before any append. `active` is cleared once, when the writer moves on; it never comes back.
 //!
+//! A compacted segment (format version 4, written by GC's in-place compaction) holds only the
+//! records it kept, packed after an offset map ([`Remap`]); pointers keep naming the records'
+//! old offsets, and [`Segment::position_of`] translates them.
+//!
 //! [`RecordCursor`] walks records front to back with large positioned reads; it tells a torn
 //! record (the file ends inside it) from a damaged one, and leaves the policy (truncate or
-//! report) to its caller: replay or [`scan_segment`].
+//! report) to its caller: replay or [`scan_segment`]. Over a compacted segment it reports each
+//! record at its old offset.
 
 // Decodes bytes read from disk: short or damaged input is an error, never a panic.
 #![warn(clippy::indexing_slicing)]
@@ -20,8 +25,9 @@ use std::sync::Arc;
 
 use super::record::{
     check_record, check_segment_header, decode_record_header, header_bytes, RecordHeader, SegmentHeader,
-    RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
+    COMPACTED_FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
 };
+use super::remap::{self, Remap};
 use super::{RecordKind, ReplayedRecord};
 use crate::error::{Error, Result};
 use crate::filenames::{parse_file_name, FileKind};
@@ -42,6 +48,9 @@ pub(crate) struct Segment {
     pub len: AtomicU64,
     /// True while the writer appends to this segment; unflushed bytes then live in its buffer.
     pub active: AtomicBool,
+    /// A compacted segment's offset map; `None` for a log segment, whose records lie at the
+    /// offsets pointers name.
+    pub remap: Option<Arc<Remap>>,
 }
 
 impl Segment {
@@ -57,6 +66,47 @@ impl Segment {
     pub fn header(&self) -> SegmentHeader {
         SegmentHeader { id: self.id, version: self.version }
     }
+
+    /// Where the record `ptr` names starts in the file, if all of it is there: the pointer's own
+    /// offset in a log segment (within the bytes readable with `pread`), the position the offset
+    /// map gives in a compacted one (`None` for a record it did not keep).
+    pub fn position_of(&self, ptr: &ValuePointer) -> Option<u64> {
+        match &self.remap {
+            Some(remap) => remap.locate(ptr.offset, ptr.len),
+            None => (ptr.offset >= SEGMENT_HEADER_LEN && ptr.end() <= self.readable_len()).then_some(ptr.offset),
+        }
+    }
+
+    /// The offsets pointers into the segment lie below: its length, or for a compacted segment
+    /// the length it had before.
+    pub fn extent(&self) -> u64 {
+        self.remap.as_ref().map_or_else(|| self.readable_len(), |remap| remap.extent())
+    }
+}
+
+/// The offset map after the header of a compacted segment (`None` for any other version) in a
+/// file of `file_len` bytes.
+pub(crate) fn read_remap(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    header: SegmentHeader,
+    file_len: u64,
+) -> Result<Option<Arc<Remap>>> {
+    if header.version != COMPACTED_FORMAT_VERSION {
+        return Ok(None);
+    }
+    let corrupt = |reason: String| Error::corruption(path, SEGMENT_HEADER_LEN, reason);
+    let mut fixed = [0u8; remap::FIXED_LEN];
+    if file_len < SEGMENT_HEADER_LEN + fixed.len() as u64 {
+        return Err(corrupt("compacted segment ends inside its offset map".into()));
+    }
+    file.read_exact_at(SEGMENT_HEADER_LEN, &mut fixed)?;
+    let len = Remap::encoded_len_from_fixed(&fixed);
+    if SEGMENT_HEADER_LEN + len as u64 > file_len {
+        return Err(corrupt("compacted segment ends inside its offset map".into()));
+    }
+    let bytes = file.read_vec(SEGMENT_HEADER_LEN, len)?;
+    Remap::decode(&bytes, file_len).map(|remap| Some(Arc::new(remap))).map_err(corrupt)
 }
 
 /// Reads and validates the segment header of `file`; `expected` is the id from the file name.
@@ -147,6 +197,8 @@ pub(crate) struct RecordCursor {
     buf_start: u64,
     /// Sorted, disjoint `[start, end)` ranges that begin and end at record boundaries.
     skipped: Vec<(u64, u64)>,
+    /// A compacted segment's offset map: records are reported at their old offsets.
+    remap: Option<Arc<Remap>>,
 }
 
 impl RecordCursor {
@@ -157,7 +209,23 @@ impl RecordCursor {
         file_len: u64,
         start: u64,
     ) -> Self {
-        RecordCursor { file, path, header, file_len, next: start, buf: Vec::new(), buf_start: 0, skipped: Vec::new() }
+        RecordCursor {
+            file,
+            path,
+            header,
+            file_len,
+            next: start,
+            buf: Vec::new(),
+            buf_start: 0,
+            skipped: Vec::new(),
+            remap: None,
+        }
+    }
+
+    /// Makes the cursor report records at the old offsets `remap` gives for them.
+    pub fn with_remap(mut self, remap: Option<Arc<Remap>>) -> Self {
+        self.remap = remap;
+        self
     }
 
     /// Makes the cursor step over `skipped` (sorted, disjoint, at record boundaries).
@@ -240,12 +308,21 @@ impl RecordCursor {
         if !fits {
             return Err(CursorFault::Torn { offset: at, reason: "file ends inside a record body" });
         }
+        // Pointers, and a predecessor's position, name a compacted segment's records by their
+        // old offsets.
+        let offset = match &self.remap {
+            None => at,
+            Some(remap) => match remap.logical_at(at) {
+                Some((offset, mapped_len)) if mapped_len == len => offset,
+                _ => return Err(Error::corruption(&self.path, at, "record disagrees with the offset map").into()),
+            },
+        };
         let (bytes, prev) = resident(&self.buf, self.buf_start, at, len as usize)
             .ok_or("record outside the read buffer")
-            .and_then(|bytes| Ok((bytes, check_record(&header, bytes, self.header.id, at)?)))
+            .and_then(|bytes| Ok((bytes, check_record(&header, bytes, self.header.id, offset)?)))
             .map_err(|reason| Error::corruption(&self.path, at, reason))?;
         self.next = at + len;
-        Ok(Some(CursorRecord { offset: at, header, prev, bytes }))
+        Ok(Some(CursorRecord { offset, header, prev, bytes }))
     }
 }
 
@@ -339,7 +416,10 @@ pub fn scan_segment(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)]) ->
         return Err(Error::corruption(path, 0, "file is shorter than a segment header"));
     }
     let header = read_segment_header(file.as_ref(), path, segment_id_from_path(path))?;
+    let remap = read_remap(file.as_ref(), path, header, len)?;
+    let start = remap.as_ref().map_or(SEGMENT_HEADER_LEN, |remap| remap.records_start());
     file.advise(AccessPattern::Sequential);
-    let cursor = RecordCursor::new(file, path.to_path_buf(), header, len, SEGMENT_HEADER_LEN).with_skipped(skipped);
+    let cursor =
+        RecordCursor::new(file, path.to_path_buf(), header, len, start).with_skipped(skipped).with_remap(remap);
     Ok(SegmentScan { header, cursor, done: false })
 }

@@ -349,6 +349,7 @@ impl Writer {
             version: FORMAT_VERSION,
             len: AtomicU64::new(SEGMENT_HEADER_LEN),
             active: AtomicBool::new(true),
+            remap: None,
         });
         self.active = Some(ActiveSegment {
             segment: Arc::clone(&segment),

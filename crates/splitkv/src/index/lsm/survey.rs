@@ -100,7 +100,9 @@ impl Shared {
             .segments()
             .into_iter()
             .filter(|seg| seg.id < applied_before && !pending.contains_key(&seg.id))
-            .map(|seg| (seg.id, seg.len))
+            // Record maps are indexed by the offsets pointers name, which in a compacted
+            // segment reach past its length.
+            .map(|seg| (seg.id, seg.extent))
             .collect()
     }
 }
