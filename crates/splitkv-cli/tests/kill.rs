@@ -31,7 +31,10 @@
 //! Each test runs one case: a GC mode over an index. Every mode runs over the LSM index; the
 //! hash index (SSHKV mode) runs the same modes except `copy-all-separated` and
 //! `copy-all-inline`, which differ from `copy` only in what the LSM index keeps inline (the hash
-//! index keeps every value in the log), and `key-order-rewrite`, which the hash index refuses (it keeps no key order). Its table starts at 64 buckets, so chains form and the table grows (rehash and rename)
+//! index keeps every value in the log), `key-order-rewrite`, which the hash index refuses (it
+//! keeps no key order), and `compaction-moves` and `compact-in-place`, which it ignores (it has no
+//! compactions, and its version chains would lose the records a compaction in place drops). Its
+//! table starts at 64 buckets, so chains form and the table grows (rehash and rename)
 //! while children are being killed. The hash index behind two request shards (`hash-sharded-`)
 //! runs `no-gc` and `copy`: its single-key batches commit on a shard's worker and the rest
 //! through group commit, so kills land in both paths and in the hand-over between them.
@@ -160,6 +163,10 @@ enum Mode {
     /// the GC thread alternates full compactions, which move values, with `run_gc`, which
     /// releases the segments they emptied. LSM only: the hash index has no compactions.
     CompactionMoves,
+    /// GC compacts each victim in place, its live records packed behind an offset map in a
+    /// file that replaces the old one (`gc_compact_in_place`); the GC thread alternates full
+    /// compactions, which also move values, with `run_gc`. LSM only.
+    CompactInPlace,
 }
 
 impl Mode {
@@ -173,6 +180,7 @@ impl Mode {
             Mode::SpaceBudget => "space-budget",
             Mode::KeyOrderRewrite => "key-order-rewrite",
             Mode::CompactionMoves => "compaction-moves",
+            Mode::CompactInPlace => "compact-in-place",
         }
     }
 
@@ -192,13 +200,14 @@ impl Mode {
         };
         match self {
             Mode::NoGc => Options { background_gc: false, ..small },
-            Mode::Copy => small,
+            Mode::Copy => Options { gc_compact_in_place: false, ..small },
             Mode::CopyAllSeparated => Options { value_threshold: 0, ..small },
             Mode::CopyAllInline => Options { value_threshold: *VALUE_LEN.end() + 1, ..small },
             Mode::PunchHoles => Options { gc_punch_holes: true, ..small },
             Mode::SpaceBudget => Options { gc_space_budget: Some(4 << 20), gc_punch_holes: true, ..small },
             Mode::KeyOrderRewrite => Options { gc_rewrite_order: GcRewriteOrder::Key, ..small },
-            Mode::CompactionMoves => Options { gc_in_compaction: true, ..small },
+            Mode::CompactionMoves => Options { gc_in_compaction: true, gc_compact_in_place: false, ..small },
+            Mode::CompactInPlace => Options { gc_in_compaction: true, gc_compact_in_place: true, ..small },
         }
     }
 }
@@ -221,7 +230,7 @@ struct Case {
 }
 
 impl Case {
-    const ALL: [Case; 14] = [
+    const ALL: [Case; 15] = [
         Case::lsm(Mode::NoGc),
         Case::lsm(Mode::Copy),
         Case::lsm(Mode::CopyAllSeparated),
@@ -230,6 +239,7 @@ impl Case {
         Case::lsm(Mode::SpaceBudget),
         Case::lsm(Mode::KeyOrderRewrite),
         Case::lsm(Mode::CompactionMoves),
+        Case::lsm(Mode::CompactInPlace),
         Case::hash(Mode::NoGc),
         Case::hash(Mode::Copy),
         Case::hash(Mode::PunchHoles),
@@ -324,6 +334,11 @@ fn kill_during_key_order_rewrite() {
 #[test]
 fn kill_during_compaction_moves() {
     run_case(Case::lsm(Mode::CompactionMoves));
+}
+
+#[test]
+fn kill_during_compaction_in_place() {
+    run_case(Case::lsm(Mode::CompactInPlace));
 }
 
 #[test]
@@ -640,7 +655,7 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
                     }
                     _ => gc_db.rewrite_value_log(None, None).map(drop),
                 },
-                Mode::CompactionMoves => match gc_rng.gen_range(0..2) {
+                Mode::CompactionMoves | Mode::CompactInPlace => match gc_rng.gen_range(0..2) {
                     0 => gc_db.compact_range(None, None),
                     _ => gc_db.run_gc().map(drop),
                 },

@@ -198,10 +198,11 @@ pub struct Options {
     /// (relocation through compaction, LSM index only): a move is a value read and an append,
     /// where a GC copy is a user write again. GC still cleans what compactions leave.
     pub gc_in_compaction: bool,
-    /// GC cleans a segment by rewriting it in place, its live records packed behind a map from
-    /// their old offsets, instead of copying them to the log head (LSM index only; ignored while
-    /// `gc_punch_holes` is on). No index entry changes, so a copy costs a file write instead of
-    /// a user write; the map costs 16 bytes of memory per record kept.
+    /// GC cleans a segment by rewriting it in place, its live records packed and followed by a
+    /// map from their old offsets, instead of copying them to the log head (LSM index only;
+    /// ignored while `gc_punch_holes` is on, and by runs that sort survivors by key). No index
+    /// entry changes, so a copy costs a file write instead of a user write; the map costs 16
+    /// bytes of memory per record kept.
     pub gc_compact_in_place: bool,
     /// Index kind.
     pub index: IndexKind,
@@ -264,7 +265,7 @@ impl Default for Options {
             gc_rate_limit: 256 << 20,
             gc_rewrite_order: GcRewriteOrder::Segment,
             gc_in_compaction: true,
-            gc_compact_in_place: false,
+            gc_compact_in_place: true,
             index: IndexKind::default(),
             index_block_kind: IndexBlockKind::default(),
             paranoid_checks: false,

@@ -547,6 +547,10 @@ pub struct MemoryStats {
     pub read_ahead_limit_per_cursor: u64,
     /// Prefetch pool threads (`prefetch_threads`); each holds at most one window's reads.
     pub prefetch_threads: u64,
+    /// Offset maps of compacted value-log segments (`gc_compact_in_place`): 16 bytes per record
+    /// they keep. No limit of their own: they shrink as GC drops records, and bounded by the
+    /// log's live records.
+    pub offset_map_bytes: u64,
 }
 
 /// The `splitkv.levelstats` table's heading (RocksDB's layout); indexes with levels add a row
@@ -794,7 +798,7 @@ impl fmt::Display for Stats {
         let of = |used: u64, limit: u64| format!("{:.1} of {:.1} MiB", used as f64 / MIB, limit as f64 / MIB);
         write!(
             f,
-            "\nMemory: memtables {} (and {:.1} MiB of flushed ones' key filters); block cache {}; {} of {} tables open, {:.1} MiB of index and filter blocks pinned; read-ahead {:.1} MiB ({:.1} MiB per cursor at most, {} prefetch threads)",
+            "\nMemory: memtables {} (and {:.1} MiB of flushed ones' key filters); block cache {}; {} of {} tables open, {:.1} MiB of index and filter blocks pinned; read-ahead {:.1} MiB ({:.1} MiB per cursor at most, {} prefetch threads); compacted segments' offset maps {:.1} MiB",
             of(m.memtable_bytes, m.memtable_limit),
             m.flushed_key_filter_bytes as f64 / MIB,
             of(m.block_cache_bytes, m.block_cache_capacity),
@@ -803,7 +807,8 @@ impl fmt::Display for Stats {
             m.table_index_filter_bytes as f64 / MIB,
             m.read_ahead_bytes as f64 / MIB,
             m.read_ahead_limit_per_cursor as f64 / MIB,
-            m.prefetch_threads
+            m.prefetch_threads,
+            m.offset_map_bytes as f64 / MIB
         )?;
         if self.partitions > 0 {
             write!(

@@ -812,18 +812,18 @@ fn a_compacted_file_waits_for_older_readers_and_they_keep_their_view() -> Result
 }
 
 #[test]
-fn a_damaged_compacted_segment_is_an_error_at_open_never_a_panic() -> Result<()> {
+fn a_damaged_compacted_segment_is_an_error_never_a_panic_or_a_wrong_value() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let db = Db::open(dir.path(), in_place_options())?;
-    overwrite(&db, 200, 4)?;
+    let last = overwrite(&db, 200, 4)?;
     let compacted = db.run_gc()?.segments_compacted;
     drop(db);
     let path = dir.path().join(format!("{:08}.vlog", compacted[0].0));
     let good = std::fs::read(&path)?;
     assert!(good.len() > 40 + 700, "the compacted segment keeps records");
-    // A flipped byte in the offset map (just after the 24-byte header), and a cut file.
+    // The offset map ends the file: a flipped byte in it, or a cut file, fails the open.
     let mut flipped = good.clone();
-    flipped[40] ^= 1;
+    flipped[good.len() - 10] ^= 1;
     for (bytes, what) in [(flipped, "a flipped map byte"), (good[..good.len() - 1].to_vec(), "a cut file")] {
         std::fs::write(&path, bytes)?;
         match Db::open(dir.path(), in_place_options()) {
@@ -831,7 +831,26 @@ fn a_damaged_compacted_segment_is_an_error_at_open_never_a_panic() -> Result<()>
             other => panic!("{what}: {:?}", other.map(|_| ())),
         }
     }
+    // A flipped byte in the first kept record: its read is an error, every other read is right.
+    let mut flipped = good.clone();
+    flipped[40] ^= 1;
+    std::fs::write(&path, flipped)?;
+    let db = Db::open(dir.path(), in_place_options())?;
+    let mut failed = 0;
+    for (k, seed) in last.iter().enumerate() {
+        match db.get(key(k as u64)) {
+            Ok(got) => assert_eq!(got.map(|v| v.to_vec()), Some(value_for(*seed, 700)), "key {k}"),
+            Err(splitkv::Error::Corruption { file, .. }) => {
+                assert_eq!(file, path, "key {k}");
+                failed += 1;
+            }
+            Err(e) => panic!("key {k}: {e}"),
+        }
+    }
+    assert_eq!(failed, 1, "exactly the damaged record's key fails");
+    drop(db);
     std::fs::write(&path, good)?;
-    Db::open(dir.path(), in_place_options())?;
+    let db = Db::open(dir.path(), in_place_options())?;
+    check(&db, &last, "repaired")?;
     Ok(())
 }

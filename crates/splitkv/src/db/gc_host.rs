@@ -25,7 +25,7 @@ use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::version::{GarbageSurvey, SegmentMeta, VersionEdit};
 use crate::vlog::gc::{GcHost, GcOutcome, SegmentStats, SpacePressure};
 use crate::vlog::live_map::LiveMap;
-use crate::vlog::{ReplayedRecord, SEGMENT_HEADER_LEN};
+use crate::vlog::ReplayedRecord;
 
 /// The state of the value log at the last garbage survey.
 #[derive(Clone, Copy, Debug, Default)]
@@ -354,12 +354,13 @@ impl DbInner {
     /// minus the live ones. Segments the next flush would record are recorded now, so their
     /// counts stick.
     fn record_survey(&self, count: LiveCount, horizon: SequenceNumber) -> Result<()> {
-        let lengths: BTreeMap<SegmentId, u64> = self.vlog.segments().into_iter().map(|s| (s.id, s.len)).collect();
+        let lengths: BTreeMap<SegmentId, u64> =
+            self.vlog.segments().into_iter().map(|s| (s.id, s.record_bytes)).collect();
         let garbage_surveys = count
             .surveyed
             .iter()
             .filter_map(|id| {
-                let records = lengths.get(id)?.saturating_sub(SEGMENT_HEADER_LEN);
+                let records = *lengths.get(id)?;
                 let live = count.live.get(id).copied().unwrap_or(0);
                 Some(GarbageSurvey { segment: *id, garbage_bytes: records.saturating_sub(live), horizon })
             })
@@ -661,16 +662,24 @@ impl GcHost for DbInner {
         self.vlog.remove_segment(id)
     }
 
-    fn compact_segment(&self, id: SegmentId, kept: &[ReplayedRecord]) -> Result<()> {
-        let written = self.vlog.write_compacted(id, kept).and_then(|_| {
-            // The writes that made the dropped records dead must be durable before the
-            // compacted file can replace the old one.
-            self.sync_log()
-        });
-        if written.is_err() {
+    fn compact_segment(&self, id: SegmentId, kept: &mut dyn Iterator<Item = ReplayedRecord>) -> Result<()> {
+        let mut file = self.vlog.begin_compacted(id)?;
+        for record in kept {
+            file.push(&record)?;
+        }
+        if file.records() == 0 {
+            // Dropped unfinished: removed. The run releases the victim instead.
+            drop(file);
+        } else {
+            file.finish()?;
+        }
+        // The writes that made the dropped records dead must be durable before the compacted
+        // file can replace the old one.
+        let synced = self.sync_log();
+        if synced.is_err() {
             self.vlog.discard_compacted(id);
         }
-        written
+        synced
     }
 
     fn install_compacted(&self, id: SegmentId, shadowed_by: SequenceNumber) -> Result<()> {

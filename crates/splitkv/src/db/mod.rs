@@ -456,6 +456,7 @@ impl Db {
         stats.memory.read_ahead_bytes = self.inner.read_ahead_bytes.load(Ordering::Relaxed);
         stats.memory.read_ahead_limit_per_cursor = read_ahead::READ_AHEAD_LIMIT_PER_CURSOR;
         stats.memory.prefetch_threads = self.inner.prefetch.threads() as u64;
+        stats.memory.offset_map_bytes = self.inner.vlog.offset_map_bytes();
         let gc = self.inner.gc.totals();
         stats.gc_runs = gc.runs;
         stats.gc_bytes_read = gc.bytes_read;

@@ -7,7 +7,7 @@
 //! position ([`Remap`]), so no pointer changes and nothing is written to the index.
 //!
 //! Crash safety, in order: the new file is written beside the old one under a temporary name
-//! and synced ([`ValueLog::write_compacted`]); GC then syncs the log (every write that made a
+//! as the victim's scan finds its live records, then synced ([`ValueLog::begin_compacted`]); GC then syncs the log (every write that made a
 //! dropped record dead must be durable first) and waits until no reader older than its
 //! liveness checks is left; [`ValueLog::install_compacted`] renames the new file over the old
 //! one and syncs the directory. A crash before the rename leaves the old segment and a
@@ -18,7 +18,7 @@
 //! moves; readers go through the segment map's lock as for any other segment.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::record::{encode_record, encode_segment_header_version, RecordRef, COMPACTED_FORMAT_VERSION};
@@ -27,8 +27,27 @@ use super::segment::{read_remap, read_segment_header, Segment};
 use super::{ReplayedRecord, ValueLog};
 use crate::error::{Error, Result};
 use crate::filenames::segment_file;
-use crate::fs::AccessPattern;
+use crate::fs::{AccessPattern, WritableFile};
 use crate::types::{SegmentId, ValuePointer};
+
+/// Bytes of records buffered before they are handed to the OS and their writeback started, so
+/// that the sync at the end finds little left to write.
+const WRITE_CHUNK: usize = 1 << 20;
+
+/// The compacted file of one segment while GC writes it: records are appended as the victim's
+/// scan finds them live, then the offset map; see [`ValueLog::begin_compacted`].
+pub struct CompactedFile<'a> {
+    log: &'a ValueLog,
+    id: SegmentId,
+    /// The victim's extent: what the map says the segment's old length was.
+    extent: u64,
+    path: PathBuf,
+    file: Box<dyn WritableFile>,
+    buffer: Vec<u8>,
+    /// `(old offset, length)` of every record appended.
+    kept: Vec<(u64, u32)>,
+    finished: bool,
+}
 
 impl ValueLog {
     /// Where the compacted file of segment `id` is written before it is installed. Its name
@@ -39,50 +58,31 @@ impl ValueLog {
         PathBuf::from(name)
     }
 
-    /// Writes and syncs the compacted file of sealed segment `id`, keeping `kept` (records read
-    /// from it, in file order); returns the file's length. Readers see nothing of it until
-    /// [`ValueLog::install_compacted`].
-    pub fn write_compacted(&self, id: SegmentId, kept: &[ReplayedRecord]) -> Result<u64> {
+    /// Starts the compacted file of sealed segment `id`, under a temporary name: readers see
+    /// nothing of it until [`ValueLog::install_compacted`].
+    pub fn begin_compacted(&self, id: SegmentId) -> Result<CompactedFile<'_>> {
         self.check_writable()?;
         let segment = self.live_segment(id)?;
         if segment.is_active() {
             return Err(Error::InvalidArgument(format!("value-log segment {id} is being appended to")));
         }
-        let entries: Vec<(u64, u32)> = kept.iter().map(|r| (r.pointer.offset, r.pointer.len)).collect();
-        if kept.iter().any(|r| r.pointer.segment != id) || entries.windows(2).any(|w| w[0].0 >= w[1].0) {
-            return Err(Error::InvalidArgument(format!("records kept from segment {id} are not its own, in order")));
-        }
-        let remap = Remap::new(segment.extent(), &entries);
-        let mut file_bytes =
-            Vec::with_capacity(remap.records_start() as usize + entries.iter().map(|e| e.1 as usize).sum::<usize>());
-        file_bytes.extend_from_slice(&encode_segment_header_version(id, COMPACTED_FORMAT_VERSION));
-        remap.encode(&mut file_bytes);
-        for record in kept {
-            // Batches mean nothing here: a compacted segment is never replayed.
-            let rec = RecordRef {
-                seq: record.seq,
-                kind: record.kind,
-                key: &record.key,
-                value: &record.value,
-                prev: record.prev,
-            };
-            let len = encode_record(&mut file_bytes, &rec, true);
-            if len != record.pointer.len {
-                return Err(Error::InvalidArgument(format!(
-                    "record at offset {} of segment {id} re-encodes to {len} bytes, not {}",
-                    record.pointer.offset, record.pointer.len
-                )));
-            }
-        }
         let path = self.compacted_path(id);
-        let mut file = self.fs.create(&path)?;
-        file.append(&file_bytes)?;
-        file.sync()?;
-        self.bytes_written.fetch_add(file_bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(file_bytes.len() as u64)
+        let file = self.fs.create(&path)?;
+        let mut buffer = Vec::with_capacity(WRITE_CHUNK + (64 << 10));
+        buffer.extend_from_slice(&encode_segment_header_version(id, COMPACTED_FORMAT_VERSION));
+        Ok(CompactedFile {
+            log: self,
+            id,
+            extent: segment.extent(),
+            path,
+            file,
+            buffer,
+            kept: Vec::new(),
+            finished: false,
+        })
     }
 
-    /// Puts the file [`ValueLog::write_compacted`] wrote for segment `id` in place of the
+    /// Puts the file [`ValueLog::begin_compacted`] started for segment `id` in place of the
     /// segment's file, durably, and has later reads use it. The caller must have synced the log
     /// and waited out every reader that may still read a record the compaction dropped.
     pub fn install_compacted(&self, id: SegmentId) -> Result<()> {
@@ -113,8 +113,8 @@ impl ValueLog {
         Ok(())
     }
 
-    /// Removes what [`ValueLog::write_compacted`] wrote for segment `id` and was not installed
-    /// (the run failed, or the segment went another way). Best effort: opening removes it too.
+    /// Removes the finished compacted file of segment `id`, which will not be installed (it
+    /// kept nothing, or the run failed after it). Best effort: opening removes it too.
     pub fn discard_compacted(&self, id: SegmentId) {
         let _ = self.fs.remove(&self.compacted_path(id));
     }
@@ -127,6 +127,11 @@ impl ValueLog {
         segment.is_some_and(|s| s.remap.as_ref().is_none_or(|remap| remap.locate(ptr.offset, ptr.len).is_some()))
     }
 
+    /// Bytes the offset maps of the compacted segments hold in memory.
+    pub fn offset_map_bytes(&self) -> u64 {
+        self.segments.read().values().filter_map(|s| s.remap.as_ref()).map(|remap| remap.memory_bytes()).sum()
+    }
+
     /// True if segment `id` is compacted (format version 4).
     pub fn is_compacted(&self, id: SegmentId) -> bool {
         self.segments.read().get(&id).is_some_and(|s| s.remap.is_some())
@@ -135,5 +140,65 @@ impl ValueLog {
     fn live_segment(&self, id: SegmentId) -> Result<Arc<Segment>> {
         let segment = self.segments.read().get(&id).cloned();
         segment.ok_or_else(|| Error::InvalidArgument(format!("value-log segment {id} is not live")))
+    }
+}
+
+impl CompactedFile<'_> {
+    /// Appends `record`, read from the segment and found live; records come in file order.
+    pub fn push(&mut self, record: &ReplayedRecord) -> Result<()> {
+        let ptr = record.pointer;
+        if ptr.segment != self.id || self.kept.last().is_some_and(|&(last, _)| last >= ptr.offset) {
+            return Err(Error::InvalidArgument(format!(
+                "records kept from segment {} are not its own, in order",
+                self.id
+            )));
+        }
+        // Batches mean nothing here: a compacted segment is never replayed.
+        let rec =
+            RecordRef { seq: record.seq, kind: record.kind, key: &record.key, value: &record.value, prev: record.prev };
+        let len = encode_record(&mut self.buffer, &rec, true);
+        if len != ptr.len {
+            return Err(Error::InvalidArgument(format!(
+                "record at offset {} of segment {} re-encodes to {len} bytes, not {}",
+                ptr.offset, self.id, ptr.len
+            )));
+        }
+        self.kept.push((ptr.offset, len));
+        if self.buffer.len() >= WRITE_CHUNK {
+            self.write_buffer()?;
+            self.file.start_writeback()?;
+        }
+        Ok(())
+    }
+
+    /// The number of records appended so far.
+    pub fn records(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// Appends the offset map and makes the file durable; returns its length.
+    pub fn finish(mut self) -> Result<u64> {
+        Remap::new(self.extent, &self.kept).encode(&mut self.buffer);
+        self.write_buffer()?;
+        self.file.sync()?;
+        self.finished = true;
+        Ok(self.file.len())
+    }
+
+    fn write_buffer(&mut self) -> Result<()> {
+        self.file.append(&self.buffer)?;
+        self.file.flush()?;
+        self.log.bytes_written.fetch_add(self.buffer.len() as u64, Ordering::Relaxed);
+        self.buffer.clear();
+        Ok(())
+    }
+}
+
+impl Drop for CompactedFile<'_> {
+    /// An unfinished file (the run failed) is removed; best effort, as opening removes it too.
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.log.fs.remove(&self.path);
+        }
     }
 }

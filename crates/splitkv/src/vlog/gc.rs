@@ -60,7 +60,9 @@ use crate::fs::FileSystem;
 use crate::options::GcRewriteOrder;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::version::aligned_interior;
-use crate::vlog::victim_scan::{relocate, scan_victim, scan_while_relocating, Relocated, VictimScan};
+use crate::vlog::victim_scan::{
+    relocate, scan_victim, scan_while_compacting, scan_while_relocating, Relocated, VictimScan,
+};
 use crate::vlog::ReplayedRecord;
 
 /// Block size for hole punching: holes are aligned to it so the file system can free whole blocks.
@@ -163,9 +165,10 @@ pub trait GcHost: Send + Sync {
     /// Records the segment's removal durably and deletes the file.
     fn release_segment(&self, id: SegmentId) -> Result<()>;
     /// Writes the compacted file of segment `id` keeping `kept` (its live records, in file
-    /// order) and syncs it, then makes the log durable, so that whatever made the other records
-    /// dead survives a crash too (see `vlog::compact`).
-    fn compact_segment(&self, id: SegmentId, kept: &[ReplayedRecord]) -> Result<()>;
+    /// order, possibly still arriving from a scan on another thread) and syncs it, then makes
+    /// the log durable, so that whatever made the other records dead survives a crash too (see
+    /// `vlog::compact`). If nothing is kept, no file is left.
+    fn compact_segment(&self, id: SegmentId, kept: &mut dyn Iterator<Item = ReplayedRecord>) -> Result<()>;
     /// Puts the compacted file of segment `id` in place of its old one, whose older readers
     /// are gone, and records that its garbage shadowed at or below `shadowed_by` is gone.
     fn install_compacted(&self, id: SegmentId, shadowed_by: SequenceNumber) -> Result<()>;
@@ -748,7 +751,9 @@ impl GarbageCollector {
         // log) needs no scan: no record can be live, and releasing beats punching.
         let referenced = host.may_be_referenced(victim.id);
 
-        if referenced && !may_punch && skipped.is_empty() && self.settings.compact_in_place {
+        // In place, survivors keep their order: a run that must sort them by key copies them.
+        let in_place = self.settings.compact_in_place && self.settings.rewrite_order == GcRewriteOrder::Segment;
+        if referenced && !may_punch && skipped.is_empty() && in_place {
             return self.compact(host, fs, &path, victim.id, current_at, outcome);
         }
 
@@ -823,29 +828,21 @@ impl GarbageCollector {
         current_at: SequenceNumber,
         mut outcome: GcOutcome,
     ) -> Result<GcOutcome> {
-        let mut live = Vec::new();
-        let scan = scan_victim(fs, path, &[], host, |record| {
-            live.push(record);
-            true
-        })?;
-        outcome.scan_time = scan.time;
-        outcome.bytes_read = scan.bytes_read;
-        if live.is_empty() {
-            // Nothing to keep: release the victim as a copying run would.
-            let relocated = relocate(host, live, current_at)?;
-            return self.finish_copy(host, victim, relocated, outcome);
-        }
+        let (scan, kept) = scan_while_compacting(fs, path, victim, host)?;
         // Every record dropped was dead for a reader at this sequence number or later.
         let checked_at = host.visible_sequence();
-        let started = Instant::now();
-        let kept_bytes: u64 = live.iter().map(|r| u64::from(r.pointer.len)).sum();
-        host.compact_segment(victim, &live)?;
-        outcome.records_relocated = live.len() as u64;
-        outcome.bytes_relocated = live.iter().map(|r| r.value.len() as u64).sum();
-        outcome.relocate_time = started.elapsed();
+        outcome.scan_time = scan.time;
+        outcome.bytes_read = scan.bytes_read;
+        if kept.records == 0 {
+            // Nothing kept (the host wrote no file): released as a copying run would.
+            return self.finish_copy(host, victim, Relocated { seq: checked_at, ..kept }, outcome);
+        }
+        outcome.records_relocated = kept.records;
+        outcome.bytes_relocated = kept.bytes;
+        outcome.relocate_time = kept.time;
         {
             let mut state = self.state.lock();
-            state.effective = kept_bytes * 20 < outcome.bytes_read * 19;
+            state.effective = outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
             state.deferred.push((Deferred::Install(victim, current_at), checked_at));
             state.totals.runs += 1;
             state.totals.bytes_read += outcome.bytes_read;
@@ -1046,7 +1043,7 @@ mod tests {
             self.segments.lock().retain(|(s, _)| s.id != id);
             Ok(())
         }
-        fn compact_segment(&self, _id: SegmentId, _kept: &[ReplayedRecord]) -> Result<()> {
+        fn compact_segment(&self, _id: SegmentId, _kept: &mut dyn Iterator<Item = ReplayedRecord>) -> Result<()> {
             unreachable!("these settings never compact in place")
         }
         fn install_compacted(&self, _id: SegmentId, _shadowed_by: SequenceNumber) -> Result<()> {

@@ -120,6 +120,9 @@ pub struct SegmentInfo {
     /// The offsets of pointers into the segment lie below this: `len`, except for a compacted
     /// segment, where it is the length the segment had before.
     pub extent: u64,
+    /// Bytes of records: `len` without the segment header (and a compacted segment's offset
+    /// map), what garbage is counted against.
+    pub record_bytes: u64,
 }
 
 /// The value log of one database directory.
@@ -520,8 +523,12 @@ impl ValueLog {
             .read()
             .values()
             .map(|s| match active {
-                Some((id, len)) if id == s.id => SegmentInfo { id, len, extent: len },
-                _ => SegmentInfo { id: s.id, len: s.readable_len(), extent: s.extent() },
+                Some((id, len)) if id == s.id => {
+                    SegmentInfo { id, len, extent: len, record_bytes: len.saturating_sub(SEGMENT_HEADER_LEN) }
+                }
+                _ => {
+                    SegmentInfo { id: s.id, len: s.readable_len(), extent: s.extent(), record_bytes: s.record_bytes() }
+                }
             })
             .collect();
         infos.sort_unstable_by_key(|s| s.id);

@@ -8,7 +8,7 @@
 //! before any append. `active` is cleared once, when the writer moves on; it never comes back.
 //!
 //! A compacted segment (format version 4, written by GC's in-place compaction) holds only the
-//! records it kept, packed after an offset map ([`Remap`]); pointers keep naming the records'
+//! records it kept, packed, then an offset map ([`Remap`]); pointers keep naming the records'
 //! old offsets, and [`Segment::position_of`] translates them.
 //!
 //! [`RecordCursor`] walks records front to back with large positioned reads; it tells a torn
@@ -27,7 +27,7 @@ use super::record::{
     check_record, check_segment_header, decode_record_header, header_bytes, RecordHeader, SegmentHeader,
     COMPACTED_FORMAT_VERSION, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN,
 };
-use super::remap::{self, Remap};
+use super::remap::{Remap, TRAILER_LEN};
 use super::{RecordKind, ReplayedRecord};
 use crate::error::{Error, Result};
 use crate::filenames::{parse_file_name, FileKind};
@@ -77,6 +77,13 @@ impl Segment {
         }
     }
 
+    /// Bytes of records in the file: all but the segment header, and a compacted segment's
+    /// offset map.
+    pub fn record_bytes(&self) -> u64 {
+        let end = self.remap.as_ref().map_or_else(|| self.readable_len(), |remap| remap.records_end());
+        end.saturating_sub(SEGMENT_HEADER_LEN)
+    }
+
     /// The offsets pointers into the segment lie below: its length, or for a compacted segment
     /// the length it had before.
     pub fn extent(&self) -> u64 {
@@ -84,8 +91,8 @@ impl Segment {
     }
 }
 
-/// The offset map after the header of a compacted segment (`None` for any other version) in a
-/// file of `file_len` bytes.
+/// The offset map that ends a compacted segment (`None` for any other version) of `file_len`
+/// bytes.
 pub(crate) fn read_remap(
     file: &dyn RandomAccessFile,
     path: &Path,
@@ -95,18 +102,18 @@ pub(crate) fn read_remap(
     if header.version != COMPACTED_FORMAT_VERSION {
         return Ok(None);
     }
-    let corrupt = |reason: String| Error::corruption(path, SEGMENT_HEADER_LEN, reason);
-    let mut fixed = [0u8; remap::FIXED_LEN];
-    if file_len < SEGMENT_HEADER_LEN + fixed.len() as u64 {
-        return Err(corrupt("compacted segment ends inside its offset map".into()));
-    }
-    file.read_exact_at(SEGMENT_HEADER_LEN, &mut fixed)?;
-    let len = Remap::encoded_len_from_fixed(&fixed);
-    if SEGMENT_HEADER_LEN + len as u64 > file_len {
-        return Err(corrupt("compacted segment ends inside its offset map".into()));
-    }
-    let bytes = file.read_vec(SEGMENT_HEADER_LEN, len)?;
-    Remap::decode(&bytes, file_len).map(|remap| Some(Arc::new(remap))).map_err(corrupt)
+    let corrupt = |at: u64, reason: String| Error::corruption(path, at, reason);
+    let mut trailer = [0u8; TRAILER_LEN];
+    let Some(trailer_at) = file_len.checked_sub(TRAILER_LEN as u64).filter(|&at| at >= SEGMENT_HEADER_LEN) else {
+        return Err(corrupt(SEGMENT_HEADER_LEN, "compacted segment too short for its offset map".into()));
+    };
+    file.read_exact_at(trailer_at, &mut trailer)?;
+    let len = Remap::encoded_len_from_trailer(&trailer) as u64;
+    let Some(map_at) = file_len.checked_sub(len).filter(|&at| at >= SEGMENT_HEADER_LEN) else {
+        return Err(corrupt(trailer_at, "compacted segment too short for its offset map".into()));
+    };
+    let bytes = file.read_vec(map_at, len as usize)?;
+    Remap::decode(&bytes, file_len).map(|remap| Some(Arc::new(remap))).map_err(|reason| corrupt(map_at, reason))
 }
 
 /// Reads and validates the segment header of `file`; `expected` is the id from the file name.
@@ -417,9 +424,11 @@ pub fn scan_segment(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)]) ->
     }
     let header = read_segment_header(file.as_ref(), path, segment_id_from_path(path))?;
     let remap = read_remap(file.as_ref(), path, header, len)?;
-    let start = remap.as_ref().map_or(SEGMENT_HEADER_LEN, |remap| remap.records_start());
+    // A compacted segment's records end where its offset map starts.
+    let records_end = remap.as_ref().map_or(len, |remap| remap.records_end());
     file.advise(AccessPattern::Sequential);
-    let cursor =
-        RecordCursor::new(file, path.to_path_buf(), header, len, start).with_skipped(skipped).with_remap(remap);
+    let cursor = RecordCursor::new(file, path.to_path_buf(), header, records_end, SEGMENT_HEADER_LEN)
+        .with_skipped(skipped)
+        .with_remap(remap);
     Ok(SegmentScan { header, cursor, done: false })
 }

@@ -1,6 +1,7 @@
 //! Reading a GC victim and handing its live records to relocation: either after the whole
 //! segment is read ([`scan_victim`], when the run must see every record first, to punch holes or
-//! to sort by key), or while it is read ([`scan_while_relocating`]).
+//! to sort by key), or while it is read ([`scan_while_relocating`]); or, for a compaction in
+//! place, to the victim's compacted file while it is read ([`scan_while_compacting`]).
 //!
 //! Why overlap them: a run's time splits about evenly between the scan (reading records and a
 //! liveness lookup for each) and the relocation (the write path: memtable inserts, log appends,
@@ -108,6 +109,40 @@ pub(super) fn scan_while_relocating(
     host: &dyn GcHost,
     current_at: SequenceNumber,
 ) -> Result<(VictimScan, Relocated)> {
+    scan_while(fs, path, skipped, host, |arrivals| relocate_arrivals(host, arrivals, current_at))
+}
+
+/// Scans the victim on a helper thread while this thread writes its live records to the
+/// victim's compacted file as they arrive ([`GcHost::compact_segment`]); returns the scan and
+/// what the records were (counts and time as for a relocation, whose `seq` is unused). Errors
+/// as for [`scan_while_relocating`]: the victim stays.
+pub(super) fn scan_while_compacting(
+    fs: &dyn FileSystem,
+    path: &Path,
+    victim: crate::types::SegmentId,
+    host: &dyn GcHost,
+) -> Result<(VictimScan, Relocated)> {
+    scan_while(fs, path, &[], host, |arrivals| {
+        let started = Instant::now();
+        host.compact_segment(victim, arrivals)?;
+        Ok(Relocated {
+            seq: SequenceNumber(0),
+            records: arrivals.records,
+            bytes: arrivals.bytes,
+            time: started.elapsed().saturating_sub(arrivals.waited),
+        })
+    })
+}
+
+/// Scans the victim on a helper thread, sending its live records in chunks to `consume` on this
+/// thread.
+fn scan_while<T>(
+    fs: &dyn FileSystem,
+    path: &Path,
+    skipped: &[(u64, u64)],
+    host: &dyn GcHost,
+    consume: impl FnOnce(&mut Arrivals) -> Result<T>,
+) -> Result<(VictimScan, T)> {
     std::thread::scope(|scope| {
         let (sender, receiver) = sync_channel::<Vec<ReplayedRecord>>(CHANNEL_CHUNKS);
         let scanner = std::thread::Builder::new().name("splitkv-gc-scan".into()).spawn_scoped(scope, move || {
@@ -132,12 +167,12 @@ pub(super) fn scan_while_relocating(
             scan.map(|scan| VictimScan { time: scan.time.saturating_sub(waited), ..scan })
         })?;
         let mut arrivals = Arrivals::new(Vec::new(), Some(receiver));
-        let relocated = relocate_arrivals(host, &mut arrivals, current_at);
+        let consumed = consume(&mut arrivals);
         // Close the channel before joining, so that a scan still sending after a failed
-        // relocation stops instead of waiting forever.
+        // consumer stops instead of waiting forever.
         drop(arrivals);
         let scan = scanner.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-        Ok((scan, relocated?))
+        Ok((scan, consumed?))
     })
 }
 
