@@ -95,7 +95,7 @@ impl Remap {
         }
         dst.extend_from_slice(&self.extent.to_le_bytes());
         dst.extend_from_slice(&(self.logical.len() as u32).to_le_bytes());
-        let crc = masked_crc(&dst[start..]);
+        let crc = masked_crc(dst.get(start..).unwrap_or_default());
         dst.extend_from_slice(&crc.to_le_bytes());
     }
 
@@ -127,7 +127,7 @@ impl Remap {
         for entry in entries.chunks_exact(ENTRY_LEN) {
             let offset = u64::from_le_bytes(entry.get(..8).and_then(|b| b.try_into().ok()).unwrap_or_default());
             let len = u32::from_le_bytes(entry.get(8..).and_then(|b| b.try_into().ok()).unwrap_or_default());
-            let end = offset.checked_add(u64::from(len)).unwrap_or(u64::MAX);
+            let end = offset.saturating_add(u64::from(len));
             if offset < end_of_previous || (len as usize) < RECORD_HEADER_LEN || end > extent {
                 return Err(format!("offset map entry (offset {offset}, len {len}) overlaps or leaves the segment"));
             }
