@@ -378,12 +378,20 @@ impl ValueLog {
         let mut placed = Vec::with_capacity(indices.len());
         {
             let segments = self.segments.read();
+            let found: Vec<_> =
+                indices.iter().map(|&i| (segments.get(&requests[i].pointer.segment), requests[i].pointer)).collect();
+            // A compacted segment translates each pointer through its offset map, two cache
+            // misses (bucket, then entries) that would come one after another for every value:
+            // ask for all the buckets, then all the entries, so that the misses overlap.
+            let remaps =
+                || found.iter().filter_map(|(segment, ptr)| Some((segment.as_ref()?.remap.as_ref()?, ptr.offset)));
+            remaps().for_each(|(remap, offset)| remap.prefetch_bucket(offset));
+            remaps().for_each(|(remap, offset)| remap.prefetch_entries(offset));
             // Each record's segment, looked up once, if the record lies within what is readable.
-            let located: Vec<_> = indices
-                .iter()
-                .map(|&i| {
-                    let ptr = requests[i].pointer;
-                    let segment = segments.get(&ptr.segment)?;
+            let located: Vec<_> = found
+                .into_iter()
+                .map(|(segment, ptr)| {
+                    let segment = segment?;
                     segment.position_of(&ptr).map(|at| (segment, ptr, at))
                 })
                 .collect();
