@@ -665,7 +665,7 @@ impl GcHost for DbInner {
     fn compact_segment(&self, id: SegmentId, kept: &mut dyn Iterator<Item = ReplayedRecord>) -> Result<()> {
         let mut file = self.vlog.begin_compacted(id)?;
         for record in kept {
-            file.push(&record)?;
+            file.push(record)?;
         }
         if file.records() == 0 {
             // Dropped unfinished: removed. The run releases the victim instead.

@@ -35,7 +35,8 @@ use crate::types::{SegmentId, ValuePointer};
 const WRITE_CHUNK: usize = 1 << 20;
 
 /// The compacted file of one segment while GC writes it: records are appended as the victim's
-/// scan finds them live, then the offset map; see [`ValueLog::begin_compacted`].
+/// scan finds them live, a MiB at a time sorted by key, then the offset map; see
+/// [`ValueLog::begin_compacted`].
 pub struct CompactedFile<'a> {
     log: &'a ValueLog,
     id: SegmentId,
@@ -43,8 +44,11 @@ pub struct CompactedFile<'a> {
     extent: u64,
     path: PathBuf,
     file: Box<dyn WritableFile>,
+    /// Records pushed and not yet encoded, with their bytes.
+    pending: Vec<ReplayedRecord>,
+    pending_bytes: usize,
     buffer: Vec<u8>,
-    /// `(old offset, length)` of every record appended.
+    /// `(old offset, length)` of every record encoded, in file order.
     kept: Vec<(u64, u32)>,
     finished: bool,
 }
@@ -76,6 +80,8 @@ impl ValueLog {
             extent: segment.extent(),
             path,
             file,
+            pending: Vec::new(),
+            pending_bytes: 0,
             buffer,
             kept: Vec::new(),
             finished: false,
@@ -144,45 +150,66 @@ impl ValueLog {
 }
 
 impl CompactedFile<'_> {
-    /// Appends `record`, read from the segment and found live; records come in file order.
-    pub fn push(&mut self, record: &ReplayedRecord) -> Result<()> {
+    /// Adds `record`, read from the segment and found live (each record once).
+    pub fn push(&mut self, record: ReplayedRecord) -> Result<()> {
         let ptr = record.pointer;
-        if ptr.segment != self.id || self.kept.last().is_some_and(|&(last, _)| last >= ptr.offset) {
-            return Err(Error::InvalidArgument(format!(
-                "records kept from segment {} are not its own, in order",
-                self.id
-            )));
+        if ptr.segment != self.id {
+            return Err(Error::InvalidArgument(format!("a record of segment {} kept in {}", ptr.segment, self.id)));
         }
-        // Batches mean nothing here: a compacted segment is never replayed.
-        let rec =
-            RecordRef { seq: record.seq, kind: record.kind, key: &record.key, value: &record.value, prev: record.prev };
-        let len = encode_record(&mut self.buffer, &rec, true);
-        if len != ptr.len {
-            return Err(Error::InvalidArgument(format!(
-                "record at offset {} of segment {} re-encodes to {len} bytes, not {}",
-                ptr.offset, self.id, ptr.len
-            )));
-        }
-        self.kept.push((ptr.offset, len));
-        if self.buffer.len() >= WRITE_CHUNK {
+        self.pending_bytes += ptr.len as usize;
+        self.pending.push(record);
+        if self.pending_bytes >= WRITE_CHUNK {
+            self.write_pending()?;
             self.write_buffer()?;
             self.file.start_writeback()?;
         }
         Ok(())
     }
 
-    /// The number of records appended so far.
+    /// The number of records pushed so far.
     pub fn records(&self) -> usize {
-        self.kept.len()
+        self.kept.len() + self.pending.len()
     }
 
     /// Appends the offset map and makes the file durable; returns its length.
     pub fn finish(mut self) -> Result<u64> {
-        Remap::new(self.extent, &self.kept).encode(&mut self.buffer);
+        self.write_pending()?;
+        let remap = Remap::new(self.extent, &self.kept);
+        // What readers would refuse is never written: two pushes of one record, say.
+        remap.check().map_err(Error::InvalidArgument)?;
+        remap.encode(&mut self.buffer);
         self.write_buffer()?;
         self.file.sync()?;
         self.finished = true;
         Ok(self.file.len())
+    }
+
+    /// Encodes the pending records into the buffer, sorted by key: a scan in key order then
+    /// reads each MiB of the file front to back, as it reads a copying run's batches. In the
+    /// victim's order (that of the writes that made them, random for random keys) a scan took a
+    /// page-table walk and a cache miss per value: `readseq` at 1 KiB took 1.3-1.7x as long.
+    fn write_pending(&mut self) -> Result<()> {
+        self.pending.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        for record in self.pending.drain(..) {
+            // Batches mean nothing here: a compacted segment is never replayed.
+            let rec = RecordRef {
+                seq: record.seq,
+                kind: record.kind,
+                key: &record.key,
+                value: &record.value,
+                prev: record.prev,
+            };
+            let len = encode_record(&mut self.buffer, &rec, true);
+            if len != record.pointer.len {
+                return Err(Error::InvalidArgument(format!(
+                    "record at offset {} of segment {} re-encodes to {len} bytes, not {}",
+                    record.pointer.offset, self.id, record.pointer.len
+                )));
+            }
+            self.kept.push((record.pointer.offset, len));
+        }
+        self.pending_bytes = 0;
+        Ok(())
     }
 
     fn write_buffer(&mut self) -> Result<()> {

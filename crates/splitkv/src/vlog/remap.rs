@@ -2,13 +2,15 @@
 //!
 //! GC may clean a segment in place instead of copying its live records to the log head
 //! (`gc_compact_in_place`): it writes a new file for the same segment id that holds only the
-//! records still live, in their old order, and a map from each record's old offset (the one
-//! every pointer into the segment names) to its position in the new file. Pointers never
-//! change, so no index entry is written.
+//! records still live, and a map from each record's old offset (the one every pointer into the
+//! segment names) to its position in the new file. Pointers never change, so no index entry is
+//! written. The records may lie in any order in the file: GC writes each MiB of them sorted by
+//! key, so that a scan in key order reads each compacted segment front to back.
 //!
 //! The map ends the file (so that the records can be written as the victim's scan finds them),
-//! checksummed, and is held in memory while the segment is open: 12 bytes per record on disk, 16
-//! in memory. Byte layout: `docs/format/vlog.md`, "Compacted segments".
+//! checksummed, and is held in memory while the segment is open: 12 bytes per record on disk,
+//! about 28 in memory (the entry, its place in file order, and the 4 KiB buckets). Byte layout:
+//! `docs/format/vlog.md`, "Compacted segments".
 //!
 //! Thread-safety: a [`Remap`] is immutable once built.
 
@@ -27,23 +29,25 @@ pub(crate) const TRAILER_LEN: usize = 16;
 /// Old offsets per bucket of [`Remap::buckets`]: 4 KiB, a few records of a separated value.
 const BUCKET_SHIFT: u32 = 12;
 
-/// One kept record: where it was, and where it is.
+/// One kept record: where it was, where it is, and its length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
     logical: u64,
     physical: u64,
+    len: u32,
 }
 
 /// Where the records of a compacted segment lie: old (logical) offsets, which pointers name, to
-/// offsets in the file.
+/// offsets in the file. The file may hold them in any order (GC writes each MiB sorted by key).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Remap {
     /// The segment's length before it was compacted: every old offset lies below it.
     extent: u64,
-    /// Each kept record's old offset and its offset in the file, both ascending (the file
-    /// starts just after the segment header); side by side, so that a lookup reads one cache
-    /// line for both.
+    /// Each kept record, by ascending old offset; old and new offsets side by side, so that a
+    /// lookup reads one cache line for both.
     entries: Vec<Entry>,
+    /// Indices into `entries` in file order, for sequential readers.
+    file_order: Vec<u32>,
     /// Where the last record ends in the file, and the map starts.
     records_end: u64,
     /// For each 4 KiB of old offsets, the index of the first kept record at or after its start
@@ -54,19 +58,39 @@ pub(crate) struct Remap {
 }
 
 impl Remap {
-    /// The map of a file that keeps records `kept`, `(old offset, length)` with ascending old
-    /// offsets, of a segment that was `extent` bytes long.
+    /// The map of a file that holds records `kept`, `(old offset, length)` in file order, of a
+    /// segment that was `extent` bytes long. [`Remap::check`] says whether it makes sense.
     pub fn new(extent: u64, kept: &[(u64, u32)]) -> Remap {
         let mut entries = Vec::with_capacity(kept.len());
         let mut at = SEGMENT_HEADER_LEN;
         for &(logical, len) in kept {
-            entries.push(Entry { logical, physical: at });
+            entries.push(Entry { logical, physical: at, len });
             at += u64::from(len);
         }
+        entries.sort_unstable_by_key(|e| e.logical);
+        let mut file_order: Vec<u32> = (0..entries.len() as u32).collect();
+        file_order.sort_unstable_by_key(|&i| entries.get(i as usize).map_or(0, |e| e.physical));
         let buckets = (0..=(extent >> BUCKET_SHIFT) + 1)
             .map(|bucket| entries.partition_point(|e: &Entry| e.logical >> BUCKET_SHIFT < bucket) as u32)
             .collect();
-        Remap { extent, entries, records_end: at, buckets }
+        Remap { extent, entries, file_order, records_end: at, buckets }
+    }
+
+    /// An error unless every record lies within the old segment, after its header, is at least
+    /// a record header long, and no two overlap (by old offsets).
+    pub fn check(&self) -> Result<(), String> {
+        let mut end_of_previous = SEGMENT_HEADER_LEN;
+        for e in &self.entries {
+            let end = e.logical.saturating_add(u64::from(e.len));
+            if e.logical < end_of_previous || (e.len as usize) < RECORD_HEADER_LEN || end > self.extent {
+                return Err(format!(
+                    "offset map entry (offset {}, len {}) overlaps another or leaves the segment",
+                    e.logical, e.len
+                ));
+            }
+            end_of_previous = end;
+        }
+        Ok(())
     }
 
     /// The old length of the segment; offsets of pointers into it lie below this.
@@ -76,7 +100,8 @@ impl Remap {
 
     /// Bytes the map holds in memory.
     pub fn memory_bytes(&self) -> u64 {
-        (self.entries.capacity() * size_of::<Entry>() + self.buckets.capacity() * size_of::<u32>()) as u64
+        (self.entries.capacity() * size_of::<Entry>()
+            + (self.file_order.capacity() + self.buckets.capacity()) * size_of::<u32>()) as u64
     }
 
     /// Where the records end in the file (and the map starts).
@@ -87,9 +112,8 @@ impl Remap {
     /// The file offset of the record of `len` bytes that was at `offset`, if the segment kept it.
     pub fn locate(&self, offset: u64, len: u32) -> Option<u64> {
         let (first, end) = self.bucket(offset)?;
-        let i = first + self.entries.get(first..end)?.iter().position(|e| e.logical == offset)?;
-        let start = self.entries.get(i)?.physical;
-        (self.end_of(i) - start == u64::from(len)).then_some(start)
+        let entry = self.entries.get(first..end)?.iter().find(|e| e.logical == offset)?;
+        (entry.len == len).then_some(entry.physical)
     }
 
     /// Asks the CPU for the bucket that [`Remap::locate`] of `offset` reads first.
@@ -114,15 +138,16 @@ impl Remap {
         Some((*self.buckets.get(bucket)? as usize, *self.buckets.get(bucket.checked_add(1)?)? as usize))
     }
 
-    /// Where the record of entry `i` ends in the file.
-    fn end_of(&self, i: usize) -> u64 {
-        self.entries.get(i + 1).map_or(self.records_end, |next| next.physical)
+    /// The records in file order.
+    fn in_file_order(&self) -> impl Iterator<Item = &Entry> {
+        self.file_order.iter().filter_map(|&i| self.entries.get(i as usize))
     }
 
     /// The old offset of the record that starts at file offset `at`, and its length.
     pub fn logical_at(&self, at: u64) -> Option<(u64, u64)> {
-        let i = self.entries.binary_search_by_key(&at, |e| e.physical).ok()?;
-        Some((self.entries.get(i)?.logical, self.end_of(i) - at))
+        let i = self.file_order.partition_point(|&i| self.entries.get(i as usize).is_some_and(|e| e.physical < at));
+        let entry = self.entries.get(*self.file_order.get(i)? as usize)?;
+        (entry.physical == at).then_some((entry.logical, u64::from(entry.len)))
     }
 
     /// Bytes of the encoding of a map of `count` records.
@@ -133,10 +158,9 @@ impl Remap {
     /// Appends the map's encoding (entries, then the trailer) to `dst`.
     pub fn encode(&self, dst: &mut Vec<u8>) {
         let start = dst.len();
-        for (i, entry) in self.entries.iter().enumerate() {
-            let len = self.end_of(i) - entry.physical;
+        for entry in self.in_file_order() {
             dst.extend_from_slice(&entry.logical.to_le_bytes());
-            dst.extend_from_slice(&(len as u32).to_le_bytes());
+            dst.extend_from_slice(&entry.len.to_le_bytes());
         }
         dst.extend_from_slice(&self.extent.to_le_bytes());
         dst.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
@@ -167,19 +191,16 @@ impl Remap {
         if Self::encoded_len(count) != bytes.len() {
             return Err(format!("offset map of {count} records is not {} bytes long", bytes.len()));
         }
-        let mut kept = Vec::with_capacity(count);
-        let mut end_of_previous = SEGMENT_HEADER_LEN;
-        for entry in entries.chunks_exact(ENTRY_LEN) {
-            let offset = u64::from_le_bytes(entry.get(..8).and_then(|b| b.try_into().ok()).unwrap_or_default());
-            let len = u32::from_le_bytes(entry.get(8..).and_then(|b| b.try_into().ok()).unwrap_or_default());
-            let end = offset.saturating_add(u64::from(len));
-            if offset < end_of_previous || (len as usize) < RECORD_HEADER_LEN || end > extent {
-                return Err(format!("offset map entry (offset {offset}, len {len}) overlaps or leaves the segment"));
-            }
-            end_of_previous = end;
-            kept.push((offset, len));
-        }
+        let kept: Vec<(u64, u32)> = entries
+            .chunks_exact(ENTRY_LEN)
+            .map(|entry| {
+                let offset = u64::from_le_bytes(entry.get(..8).and_then(|b| b.try_into().ok()).unwrap_or_default());
+                let len = u32::from_le_bytes(entry.get(8..).and_then(|b| b.try_into().ok()).unwrap_or_default());
+                (offset, len)
+            })
+            .collect();
         let remap = Remap::new(extent, &kept);
+        remap.check()?;
         let map_start = file_len.checked_sub(bytes.len() as u64).ok_or("offset map longer than its file")?;
         if remap.records_end() != map_start {
             return Err(format!("the records end at {}, the offset map starts at {map_start}", remap.records_end()));
@@ -212,6 +233,22 @@ mod tests {
         assert_eq!(remap.logical_at(start + 31), None);
         assert_eq!(remap.logical_at(remap.records_end()), None);
         assert_eq!((remap.extent(), remap.records_end()), (1000, start + 96));
+    }
+
+    #[test]
+    fn records_may_lie_in_any_order_in_the_file() {
+        // File order: the record that was at 500, then 24, then 100.
+        let remap = Remap::new(1000, &[(500, 26), (24, 30), (100, 40)]);
+        let start = SEGMENT_HEADER_LEN;
+        assert_eq!(remap.locate(500, 26), Some(start));
+        assert_eq!(remap.locate(24, 30), Some(start + 26));
+        assert_eq!(remap.locate(100, 40), Some(start + 56));
+        assert_eq!(remap.logical_at(start + 26), Some((24, 30)));
+        assert_eq!(remap.records_end(), start + 96);
+        let mut bytes = Vec::new();
+        remap.encode(&mut bytes);
+        assert_eq!(&bytes[..8], &500u64.to_le_bytes(), "entries are stored in file order");
+        assert_eq!(Remap::decode(&bytes, start + 96 + bytes.len() as u64), Ok(remap));
     }
 
     #[test]
