@@ -6,13 +6,17 @@
 //! compacted segment keeps the segment's id and maps each kept record's old offset to its new
 //! position ([`Remap`]), so no pointer changes and nothing is written to the index.
 //!
-//! Crash safety, in order: the new file is written beside the old one under a temporary name
-//! as the victim's scan finds its live records, then synced ([`ValueLog::begin_compacted`]); GC then syncs the log (every write that made a
-//! dropped record dead must be durable first) and waits until no reader older than its
-//! liveness checks is left; [`ValueLog::install_compacted`] renames the new file over the old
-//! one and syncs the directory. A crash before the rename leaves the old segment and a
-//! temporary file that opening removes; after it, the compacted segment. Readers that hold the
-//! old file keep reading it (its handle outlives the rename); later ones get the new one.
+//! Crash safety, in order:
+//! 1. the new file is written beside the old one under a temporary name as the victim's scan
+//!    finds its live records, then synced ([`ValueLog::begin_compacted`]);
+//! 2. GC syncs the log (every write that made a dropped record dead must be durable first) and
+//!    waits until no reader older than its liveness checks is left;
+//! 3. [`ValueLog::install_compacted`] renames the new file over the old one and syncs the
+//!    directory.
+//!
+//! A crash before the rename leaves the old segment and a temporary file that opening removes;
+//! after it, the compacted segment. Readers that hold the old file keep reading it (its handle
+//! outlives the rename); later ones get the new one.
 //!
 //! Thread-safety: both steps run on GC's thread, for a segment GC has taken from compactions'
 //! moves; readers go through the segment map's lock as for any other segment.
@@ -171,8 +175,8 @@ impl CompactedFile<'_> {
         self.kept.len() + self.pending.len()
     }
 
-    /// Appends the offset map and makes the file durable; returns its length.
-    pub fn finish(mut self) -> Result<u64> {
+    /// Appends the offset map and makes the file durable.
+    pub fn finish(mut self) -> Result<()> {
         self.write_pending()?;
         let remap = Remap::new(self.extent, &self.kept);
         // What readers would refuse is never written: two pushes of one record, say.
@@ -181,7 +185,7 @@ impl CompactedFile<'_> {
         self.write_buffer()?;
         self.file.sync()?;
         self.finished = true;
-        Ok(self.file.len())
+        Ok(())
     }
 
     /// Encodes the pending records into the buffer, sorted by key: a scan in key order then

@@ -29,7 +29,8 @@
 //! the victim's own id instead, with a map from their old offsets to their new positions
 //! (`vlog::compact`): pointers stay valid, so nothing goes through the write path. The host
 //! syncs the new file and the log, and once no reader older than the scan is open the new file
-//! replaces the victim's (step 3's wait, with a rename instead of a removal).
+//! replaces the victim's (step 3's wait, with a rename instead of a removal). A victim with
+//! nothing live is released as before.
 //!
 //! With `GcRewriteOrder::Key` the survivors are sorted by key before step 2, so that scans over
 //! what one victim held read its copies in order; `Db::rewrite_value_log` (in `db::rewrite`)
@@ -203,8 +204,8 @@ pub struct GcSettings {
     /// Compactions move values out of the segments GC plans to clean
     /// ([`GarbageCollector::plan_moves`]); below its trigger GC only releases what they emptied.
     pub moves_in_compaction: bool,
-    /// Clean a victim by rewriting it in place, its survivors packed behind an offset map,
-    /// instead of copying them to the log head (never while punching holes).
+    /// Clean a victim by rewriting it in place, its survivors packed and followed by an offset
+    /// map, instead of copying them to the log head (never while punching holes).
     pub compact_in_place: bool,
 }
 
@@ -751,7 +752,8 @@ impl GarbageCollector {
         // log) needs no scan: no record can be live, and releasing beats punching.
         let referenced = host.may_be_referenced(victim.id);
 
-        // In place, survivors keep their order: a run that must sort them by key copies them.
+        // In place, survivors are sorted by key a MiB at a time; a run that must sort all of
+        // them (`GcRewriteOrder::Key`) copies them.
         let in_place = self.settings.compact_in_place && self.settings.rewrite_order == GcRewriteOrder::Segment;
         if referenced && !may_punch && skipped.is_empty() && in_place {
             return self.compact(host, fs, &path, victim.id, current_at, outcome);

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::fs::FileSystem;
-use crate::types::{SequenceNumber, ValuePointer};
+use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::vlog::gc::GcHost;
 use crate::vlog::{scan_segment, RecordKind, ReplayedRecord};
 
@@ -119,7 +119,7 @@ pub(super) fn scan_while_relocating(
 pub(super) fn scan_while_compacting(
     fs: &dyn FileSystem,
     path: &Path,
-    victim: crate::types::SegmentId,
+    victim: SegmentId,
     host: &dyn GcHost,
 ) -> Result<(VictimScan, Relocated)> {
     scan_while(fs, path, &[], host, |arrivals| {
