@@ -9,8 +9,9 @@
 //! `SPLITKV_MODEL_STEPS` sets the steps per seed. A failure names its seed.
 //!
 //! Every index kind runs the threshold matrix under the score policy with one compaction worker;
-//! the LSM index also runs it, with half the steps, under the time-slice policy with two workers.
-//! A failure names its index kind.
+//! the LSM index also runs it, with half the steps, under the time-slice policy with two workers,
+//! and under the score policy with GC compacting victims in place (the other rows copy). A
+//! failure names its index kind and row.
 //!
 //! Keyspaces: the model holds keyspace `name`'s key `k` as `@name/k` (before every default key),
 //! and steps write batches spanning keyspaces, read and scan keyspaces, range-delete inside one
