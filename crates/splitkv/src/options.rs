@@ -202,7 +202,7 @@ pub struct Options {
     /// map from their old offsets, instead of copying them to the log head (LSM index only;
     /// ignored while `gc_punch_holes` is on, and by runs that sort survivors by key). No index
     /// entry changes, so a copy costs a file write instead of a user write; the map costs about
-    /// 28 bytes of memory per record kept.
+    /// 17 bytes of memory per record kept.
     pub gc_compact_in_place: bool,
     /// Index kind.
     pub index: IndexKind,

@@ -547,7 +547,7 @@ pub struct MemoryStats {
     pub read_ahead_limit_per_cursor: u64,
     /// Prefetch pool threads (`prefetch_threads`); each holds at most one window's reads.
     pub prefetch_threads: u64,
-    /// Offset maps of compacted value-log segments (`gc_compact_in_place`): about 28 bytes per
+    /// Offset maps of compacted value-log segments (`gc_compact_in_place`): about 17 bytes per
     /// record they keep. No limit of their own: they shrink as GC drops records, and bounded by the
     /// log's live records.
     pub offset_map_bytes: u64,

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::record::{encode_record, encode_segment_header_version, RecordRef, COMPACTED_FORMAT_VERSION};
-use super::remap::Remap;
+use super::remap::{Remap, MAX_EXTENT};
 use super::segment::{read_remap, read_segment_header, Segment};
 use super::{ReplayedRecord, ValueLog};
 use crate::error::{Error, Result};
@@ -73,6 +73,9 @@ impl ValueLog {
         let segment = self.live_segment(id)?;
         if segment.is_active() {
             return Err(Error::InvalidArgument(format!("value-log segment {id} is being appended to")));
+        }
+        if segment.extent() > MAX_EXTENT {
+            return Err(Error::InvalidArgument(format!("value-log segment {id} is too long to compact in place")));
         }
         let path = self.compacted_path(id);
         let file = self.fs.create(&path)?;

@@ -61,6 +61,7 @@ use crate::fs::FileSystem;
 use crate::options::GcRewriteOrder;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::version::aligned_interior;
+use crate::vlog::remap::MAX_EXTENT;
 use crate::vlog::victim_scan::{
     relocate, scan_victim, scan_while_compacting, scan_while_relocating, Relocated, VictimScan,
 };
@@ -754,7 +755,10 @@ impl GarbageCollector {
 
         // In place, survivors are sorted by key a MiB at a time; a run that must sort all of
         // them (`GcRewriteOrder::Key`) copies them.
-        let in_place = self.settings.compact_in_place && self.settings.rewrite_order == GcRewriteOrder::Segment;
+        // A segment past 4 GiB (one huge batch) is copied too: a map's offsets are 32-bit.
+        let in_place = self.settings.compact_in_place
+            && self.settings.rewrite_order == GcRewriteOrder::Segment
+            && victim.size <= MAX_EXTENT;
         if referenced && !may_punch && skipped.is_empty() && in_place {
             return self.compact(host, fs, &path, victim.id, current_at, outcome);
         }

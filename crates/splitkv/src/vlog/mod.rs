@@ -36,7 +36,7 @@ pub mod live_map;
 mod moves;
 pub mod prefetch;
 mod record;
-mod remap;
+pub(crate) mod remap;
 mod replay;
 mod segment;
 mod victim_scan;
