@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use super::record::{encode_record, encode_segment_header_version, RecordRef, COMPACTED_FORMAT_VERSION};
 use super::remap::{Remap, MAX_EXTENT};
-use super::segment::{read_remap, read_segment_header, Segment};
+use super::segment::{read_segment_header, Segment};
 use super::{ReplayedRecord, ValueLog};
 use crate::error::{Error, Result};
 use crate::filenames::segment_file;
@@ -105,8 +105,7 @@ impl ValueLog {
         // Checked before the rename, so that a damaged file never replaces a good one.
         let file = self.fs.open(&from)?;
         let len = file.len()?;
-        let header = read_segment_header(file.as_ref(), &from, Some(id))?;
-        let remap = read_remap(file.as_ref(), &from, header, len)?;
+        let (header, remap) = read_segment_header(file.as_ref(), &from, Some(id), len)?;
         if remap.is_none() {
             return Err(Error::corruption(&from, 0, "compacted segment file is not a compacted segment"));
         }

@@ -772,7 +772,7 @@ impl GarbageCollector {
             let (scan, relocated) = scan_while_relocating(fs, &path, &skipped, host, current_at)?;
             outcome.scan_time = scan.time;
             outcome.bytes_read = scan.bytes_read;
-            return self.finish_copy(host, victim.id, relocated, outcome);
+            return self.finish_run(host, Deferred::Release(victim.id), relocated, outcome);
         }
 
         let mut live = Vec::new();
@@ -819,7 +819,7 @@ impl GarbageCollector {
             live.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         }
         let relocated = relocate(host, live, current_at)?;
-        self.finish_copy(host, victim.id, relocated, outcome)
+        self.finish_run(host, Deferred::Release(victim.id), relocated, outcome)
     }
 
     /// Cleans `victim` in place: writes its live records to its compacted file, which replaces
@@ -839,31 +839,18 @@ impl GarbageCollector {
         let checked_at = host.visible_sequence();
         outcome.scan_time = scan.time;
         outcome.bytes_read = scan.bytes_read;
-        if kept.records == 0 {
-            // Nothing kept (the host wrote no file): released as a copying run would.
-            return self.finish_copy(host, victim, Relocated { seq: checked_at, ..kept }, outcome);
-        }
-        outcome.records_relocated = kept.records;
-        outcome.bytes_relocated = kept.bytes;
-        outcome.relocate_time = kept.time;
-        {
-            let mut state = self.state.lock();
-            state.effective = outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
-            state.deferred.push((Deferred::Install(victim, current_at), checked_at));
-            state.totals.runs += 1;
-            state.totals.bytes_read += outcome.bytes_read;
-            state.totals.bytes_relocated += outcome.bytes_relocated;
-        }
-        self.do_ready_work(host, &mut outcome)?;
-        Ok(outcome)
+        // Nothing kept (the host wrote no file): released as a copying run would.
+        let work = if kept.records == 0 { Deferred::Release(victim) } else { Deferred::Install(victim, current_at) };
+        self.finish_run(host, work, Relocated { seq: checked_at, ..kept }, outcome)
     }
 
-    /// Ends a run that copied the victim's live records: the victim is released once no reader
-    /// older than the copies is open.
-    fn finish_copy(
+    /// Ends a run that copied or compacted the victim's live records: `work` (the victim's
+    /// release, or its compacted file's install) is done once no reader older than
+    /// `relocated.seq` is open.
+    fn finish_run(
         &self,
         host: &dyn GcHost,
-        victim: SegmentId,
+        work: Deferred,
         relocated: Relocated,
         mut outcome: GcOutcome,
     ) -> Result<GcOutcome> {
@@ -874,7 +861,7 @@ impl GarbageCollector {
             let mut state = self.state.lock();
             // A victim released unread (nothing in it was live) freed all of it.
             state.effective = outcome.bytes_read == 0 || outcome.bytes_relocated * 20 < outcome.bytes_read * 19;
-            state.deferred.push((Deferred::Release(victim), relocated.seq));
+            state.deferred.push((work, relocated.seq));
             state.totals.runs += 1;
             state.totals.bytes_read += outcome.bytes_read;
             state.totals.bytes_relocated += outcome.bytes_relocated;

@@ -59,7 +59,7 @@ pub use record::{
 pub use segment::{scan_segment, zeros_between, SegmentScan};
 
 use record::{check_record, decode_record_header, encode_record, header_bytes, prev_precedes, RecordHeader};
-use segment::{read_remap, read_segment_header, Segment};
+use segment::{read_segment_header, Segment};
 use writer::Writer;
 
 use crate::error::{Error, Result};
@@ -190,9 +190,9 @@ impl ValueLog {
             // never decides anything; replay removes it.
             let (mut version, mut remap) = (FORMAT_VERSION, None);
             if len >= SEGMENT_HEADER_LEN {
-                let header = read_segment_header(file.as_ref(), &path, Some(id))?;
+                let header;
+                (header, remap) = read_segment_header(file.as_ref(), &path, Some(id), len)?;
                 version = header.version;
-                remap = read_remap(file.as_ref(), &path, header, len)?;
             } else if i + 1 != ids.len() {
                 return Err(Error::corruption(&path, 0, "segment is shorter than its header"));
             }

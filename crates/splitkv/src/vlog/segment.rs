@@ -93,7 +93,7 @@ impl Segment {
 
 /// The offset map that ends a compacted segment (`None` for any other version) of `file_len`
 /// bytes.
-pub(crate) fn read_remap(
+fn read_remap(
     file: &dyn RandomAccessFile,
     path: &Path,
     header: SegmentHeader,
@@ -116,15 +116,18 @@ pub(crate) fn read_remap(
     Remap::decode(&bytes, file_len).map(|remap| Some(Arc::new(remap))).map_err(|reason| corrupt(map_at, reason))
 }
 
-/// Reads and validates the segment header of `file`; `expected` is the id from the file name.
+/// Reads and validates the segment header of `file` (`file_len` bytes long), and for a compacted
+/// segment its offset map; `expected` is the id from the file name.
 pub(crate) fn read_segment_header(
     file: &dyn RandomAccessFile,
     path: &Path,
     expected: Option<SegmentId>,
-) -> Result<SegmentHeader> {
+    file_len: u64,
+) -> Result<(SegmentHeader, Option<Arc<Remap>>)> {
     let mut header = [0u8; SEGMENT_HEADER_LEN as usize];
     file.read_exact_at(0, &mut header)?;
-    check_segment_header(&header, expected).map_err(|reason| Error::corruption(path, 0, reason))
+    let header = check_segment_header(&header, expected).map_err(|reason| Error::corruption(path, 0, reason))?;
+    Ok((header, read_remap(file, path, header, file_len)?))
 }
 
 /// True if every byte of `file` in `[start, end)` is zero: the tail ext4 can leave of an
@@ -422,8 +425,7 @@ pub fn scan_segment(fs: &dyn FileSystem, path: &Path, skipped: &[(u64, u64)]) ->
     if len < SEGMENT_HEADER_LEN {
         return Err(Error::corruption(path, 0, "file is shorter than a segment header"));
     }
-    let header = read_segment_header(file.as_ref(), path, segment_id_from_path(path))?;
-    let remap = read_remap(file.as_ref(), path, header, len)?;
+    let (header, remap) = read_segment_header(file.as_ref(), path, segment_id_from_path(path), len)?;
     // A compacted segment's records end where its offset map starts.
     let records_end = remap.as_ref().map_or(len, |remap| remap.records_end());
     file.advise(AccessPattern::Sequential);

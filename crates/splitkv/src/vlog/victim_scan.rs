@@ -114,8 +114,8 @@ pub(super) fn scan_while_relocating(
 
 /// Scans the victim on a helper thread while this thread writes its live records to the
 /// victim's compacted file as they arrive ([`GcHost::compact_segment`]); returns the scan and
-/// what the records were (counts and time as for a relocation, whose `seq` is unused). Errors
-/// as for [`scan_while_relocating`]: the victim stays.
+/// what the records were (counts and time as for a relocation; the run sets `seq` once the scan
+/// is over). Errors as for [`scan_while_relocating`]: the victim stays.
 pub(super) fn scan_while_compacting(
     fs: &dyn FileSystem,
     path: &Path,
