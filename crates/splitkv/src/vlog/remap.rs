@@ -17,7 +17,7 @@
 // Decodes bytes read from disk: short or damaged input is an error, never a panic.
 #![warn(clippy::indexing_slicing)]
 
-use crate::coding::masked_crc;
+use crate::coding::{fixed32_at, fixed64_at, masked_crc};
 use crate::vlog::record::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 
 /// Bytes per record in the map: old offset (u64) and record length (u32).
@@ -186,8 +186,7 @@ impl Remap {
     /// The bytes of the whole map that ends a file with this `trailer` (its last
     /// [`TRAILER_LEN`] bytes).
     pub fn encoded_len_from_trailer(trailer: &[u8; TRAILER_LEN]) -> usize {
-        let count = u32::from_le_bytes([trailer[8], trailer[9], trailer[10], trailer[11]]);
-        Self::encoded_len(count as usize)
+        Self::encoded_len(fixed32_at(trailer, 8).unwrap_or_default() as usize)
     }
 
     /// Decodes and validates a map encoded by [`Remap::encode`] that ends a file of `file_len`
@@ -195,24 +194,19 @@ impl Remap {
     pub fn decode(bytes: &[u8], file_len: u64) -> Result<Remap, String> {
         let body_len = bytes.len().checked_sub(4).ok_or("offset map shorter than its trailer")?;
         let (body, crc) = bytes.split_at(body_len);
-        let crc = u32::from_le_bytes(crc.try_into().map_err(|_| "offset map checksum cut short")?);
-        if masked_crc(body) != crc {
+        if Some(masked_crc(body)) != fixed32_at(crc, 0) {
             return Err("offset map checksum mismatch".into());
         }
         let entries_len = body.len().checked_sub(TRAILER_LEN - 4).ok_or("offset map shorter than its trailer")?;
         let (entries, fixed) = body.split_at(entries_len);
-        let extent = u64::from_le_bytes(fixed.get(..8).and_then(|b| b.try_into().ok()).unwrap_or_default());
-        let count = u32::from_le_bytes(fixed.get(8..).and_then(|b| b.try_into().ok()).unwrap_or_default()) as usize;
+        let extent = fixed64_at(fixed, 0).unwrap_or_default();
+        let count = fixed32_at(fixed, 8).unwrap_or_default() as usize;
         if Self::encoded_len(count) != bytes.len() {
             return Err(format!("offset map of {count} records is not {} bytes long", bytes.len()));
         }
         let kept: Vec<(u64, u32)> = entries
             .chunks_exact(ENTRY_LEN)
-            .map(|entry| {
-                let offset = u64::from_le_bytes(entry.get(..8).and_then(|b| b.try_into().ok()).unwrap_or_default());
-                let len = u32::from_le_bytes(entry.get(8..).and_then(|b| b.try_into().ok()).unwrap_or_default());
-                (offset, len)
-            })
+            .map(|entry| (fixed64_at(entry, 0).unwrap_or_default(), fixed32_at(entry, 8).unwrap_or_default()))
             .collect();
         let remap = Remap::new(extent, &kept);
         remap.check()?;
