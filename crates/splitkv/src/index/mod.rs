@@ -254,6 +254,12 @@ pub trait Index: Send + Sync {
     fn wait_for_flush(&self) -> Result<()>;
     /// The newest value of `user_key` visible at `at`; `None` if absent or deleted.
     fn get(&self, user_key: &[u8], at: ReadAt<'_>, fill_cache: bool) -> Result<Option<IndexValue>>;
+    /// As [`Index::get`] through the block cache, for a lookup background work makes (value-log
+    /// GC's liveness checks) rather than a user: indexes whose reads can trigger work of their
+    /// own (the LSM's read-triggered L0 compaction) do not count it.
+    fn get_in_background(&self, user_key: &[u8], at: ReadAt<'_>) -> Result<Option<IndexValue>> {
+        self.get(user_key, at, true)
+    }
     /// True if the index can tell from memory, without a lookup, that nothing newer than `seq`
     /// touched `user_key` (no version of it and no range delete was applied since); false when
     /// it cannot tell, and the caller looks the key up. GC's write-leader re-check uses it.

@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use self::read::ReadFor;
 use self::recent::RecentFlushes;
 use super::{Index, IndexEntry, IndexParts, IndexRecord, IndexValue, LiveCount, LogLink, ReadAt};
 use crate::compaction::picker::{InFlight, PickSettings};
@@ -468,7 +469,11 @@ impl Index for LsmIndex {
     }
 
     fn get(&self, user_key: &[u8], at: ReadAt<'_>, fill_cache: bool) -> Result<Option<IndexValue>> {
-        self.shared.get(user_key, at, fill_cache)
+        self.shared.get(user_key, at, fill_cache, ReadFor::User)
+    }
+
+    fn get_in_background(&self, user_key: &[u8], at: ReadAt<'_>) -> Result<Option<IndexValue>> {
+        self.shared.get(user_key, at, true, ReadFor::Background)
     }
 
     fn iter(&self, seq: SequenceNumber, fill_cache: bool) -> Result<Box<dyn InternalIterator>> {
@@ -553,6 +558,13 @@ impl Index for LsmIndex {
                 }
                 Some(out)
             }
+            // Users' point reads that consulted an L0 table in vain since L0 was last compacted,
+            // and how many make L0 due for compaction.
+            "splitkv.l0-read-misses" => Some(format!(
+                "{} of {}",
+                self.shared.l0_read_misses.load(Ordering::Relaxed),
+                crate::compaction::picker::l0_read_allowance(&sv.version)
+            )),
             "splitkv.total-sst-bytes" => {
                 Some((0..sv.version.num_levels()).map(|l| sv.version.level_bytes(l)).sum::<u64>().to_string())
             }

@@ -43,9 +43,25 @@ fn decode_stored(kind: ValueKind, value: Bytes, origin: impl FnOnce() -> EntryOr
     }
 }
 
+/// Whom a point read serves. Only users' reads count towards read-triggered L0 compaction: it
+/// exists to make their reads cheaper. Value-log GC looks up the keys of the records it scans,
+/// thousands per segment, and counted, those lookups started an L0 compaction (a rewrite of all
+/// of L1 at a million keys) for nearly every table a 1 KiB overwrite flushed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ReadFor {
+    User,
+    Background,
+}
+
 impl Shared {
     /// The newest value of `user_key` visible at `at`.
-    pub(super) fn get(&self, user_key: &[u8], at: ReadAt<'_>, fill_cache: bool) -> Result<Option<IndexValue>> {
+    pub(super) fn get(
+        &self,
+        user_key: &[u8],
+        at: ReadAt<'_>,
+        fill_cache: bool,
+        read_for: ReadFor,
+    ) -> Result<Option<IndexValue>> {
         // The view first, then the sequence number (`ReadAt::Latest`): the view keeps every
         // version it holds readable whatever flushes and compactions do meanwhile, and what it
         // lacks is newer than it.
@@ -66,7 +82,7 @@ impl Shared {
                 Lookup::Absent => {}
             }
         }
-        self.get_from_tables(&sv.version, user_key, seq, hidden_below, fill_cache)
+        self.get_from_tables(&sv.version, user_key, seq, hidden_below, fill_cache, read_for)
     }
 
     fn get_from_tables(
@@ -76,6 +92,7 @@ impl Shared {
         seq: SequenceNumber,
         hidden_below: SequenceNumber,
         fill_cache: bool,
+        read_for: ReadFor,
     ) -> Result<Option<IndexValue>> {
         let lookup = seek_key(user_key, seq);
         let mut found = None;
@@ -102,7 +119,7 @@ impl Shared {
                 }
             }
         });
-        if l0_misses > 0 {
+        if l0_misses > 0 && read_for == ReadFor::User {
             self.note_l0_read_misses(version, l0_misses);
         }
         if let Some(e) = error {
