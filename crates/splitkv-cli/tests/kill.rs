@@ -655,8 +655,15 @@ fn run_child(case: Case, dir: &Path, seed: u64, generation: u32) -> ! {
                     }
                     _ => gc_db.rewrite_value_log(None, None).map(drop),
                 },
-                Mode::CompactionMoves | Mode::CompactInPlace => match gc_rng.gen_range(0..2) {
+                Mode::CompactionMoves => match gc_rng.gen_range(0..2) {
                     0 => gc_db.compact_range(None, None),
+                    _ => gc_db.run_gc().map(drop),
+                },
+                // Background steps too: over the space limit, those compact a partner segment
+                // beside their victim, on a thread of their own.
+                Mode::CompactInPlace => match gc_rng.gen_range(0..3) {
+                    0 => gc_db.compact_range(None, None),
+                    1 => gc_db.gc_step().map(drop),
                     _ => gc_db.run_gc().map(drop),
                 },
                 _ => gc_db.run_gc().map(drop),

@@ -301,12 +301,16 @@ enum GcCrashCase {
     /// `run_gc` compacting each victim in place (`gc_compact_in_place`, LSM only), beside
     /// compactions that move values; recovery's second pass compacts compacted segments.
     CompactInPlace,
+    /// Background-style steps over a space budget: each compacts a partner segment in place
+    /// beside its victim, on a thread of its own (LSM only).
+    CompactInPlacePartners,
 }
 
 impl GcCrashCase {
     fn options(self, kind: IndexKind) -> Options {
         let punch = matches!(self, GcCrashCase::PunchWithSnapshot);
         let key_order = matches!(self, GcCrashCase::KeyOrderRewrite | GcCrashCase::KeyOrderSteps);
+        let in_place = matches!(self, GcCrashCase::CompactInPlace | GcCrashCase::CompactInPlacePartners);
         let base = gc_options(kind, GcPolicyKind::Greedy);
         Options {
             gc_punch_holes: punch,
@@ -315,7 +319,9 @@ impl GcCrashCase {
             segment_size: if matches!(self, GcCrashCase::MostlyInline) { 16 << 10 } else { base.segment_size },
             gc_in_compaction: matches!(self, GcCrashCase::CompactionMoves | GcCrashCase::CompactInPlace),
             // Every other case copies, so that the copying path stays covered for the LSM index.
-            gc_compact_in_place: matches!(self, GcCrashCase::CompactInPlace),
+            gc_compact_in_place: in_place,
+            // About 140 KB live in a log of about 560 KB: every step is over the budget.
+            gc_space_budget: if matches!(self, GcCrashCase::CompactInPlacePartners) { Some(256 << 10) } else { None },
             ..base
         }
     }
@@ -384,10 +390,14 @@ fn crash_at_every_io_point_of_gc_loses_nothing() -> Result<()> {
             GcCrashCase::MostlyInline,
             GcCrashCase::CompactionMoves,
             GcCrashCase::CompactInPlace,
+            GcCrashCase::CompactInPlacePartners,
         ] {
             let lsm_only = matches!(
                 case,
-                GcCrashCase::KeyOrderRewrite | GcCrashCase::CompactionMoves | GcCrashCase::CompactInPlace
+                GcCrashCase::KeyOrderRewrite
+                    | GcCrashCase::CompactionMoves
+                    | GcCrashCase::CompactInPlace
+                    | GcCrashCase::CompactInPlacePartners
             );
             if lsm_only && kind != IndexKind::Lsm {
                 continue;
@@ -429,8 +439,16 @@ fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<(
         db.put_opt(&WriteOptions { sync: true }, b"marker", b"synced")?;
         Ok((db, last, snapshot))
     };
+    let partners = std::cell::Cell::new(0);
     let collect = |db: &Db| -> Result<()> {
         match case {
+            GcCrashCase::CompactInPlacePartners => loop {
+                let step = db.gc_step()?;
+                partners.set(partners.get() + u32::from(step.partner.is_some()));
+                if step.victim.is_none() {
+                    return Ok(());
+                }
+            },
             GcCrashCase::UnflushedMemtable | GcCrashCase::KeyOrderSteps => {
                 while db.gc_step()?.victim.is_some() {}
                 Ok(())
@@ -450,8 +468,11 @@ fn crash_at_every_io_point_of_gc(kind: IndexKind, case: GcCrashCase) -> Result<(
     collect(&db)?;
     let total = env.fault.op_count(FaultKind::Any) - before;
     assert!(db.stats().gc_runs > 0, "{kind:?} index, {case:?}: GC did nothing");
-    if case == GcCrashCase::CompactInPlace {
+    if matches!(case, GcCrashCase::CompactInPlace | GcCrashCase::CompactInPlacePartners) {
         assert!(db.stats().gc_segments_compacted > 0, "{kind:?} index, {case:?}: nothing compacted in place");
+    }
+    if case == GcCrashCase::CompactInPlacePartners {
+        assert!(partners.get() > 0, "{kind:?} index, {case:?}: no step took a partner");
     }
     drop(snapshot);
     drop(db);
@@ -798,6 +819,39 @@ fn compacting_in_place_keeps_every_value_frees_space_and_writes_nothing_to_the_i
     check_all(&db, &last, "after reopen")?;
     db.run_gc()?;
     check_all(&db, &last, "after reopen and GC")?;
+    Ok(())
+}
+
+#[test]
+fn over_its_space_limit_a_background_step_compacts_a_partner_beside_its_victim() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    // About 143 KB live in a log of about 860 KB: over the budget, so writers would wait, and a
+    // background step compacts a second segment on a thread of its own.
+    let opts = Options { gc_space_budget: Some(256 << 10), ..in_place_options() };
+    let db = Db::open(dir.path(), opts.clone())?;
+    let last = overwrite(&db, 200, 6)?;
+    db.compact_range(None, None)?;
+    let step = db.gc_step()?;
+    let (Some(victim), Some(partner)) = (step.victim, step.partner) else {
+        panic!("a step over the budget took no partner: {step:?}")
+    };
+    assert_ne!(victim, partner);
+    for id in [victim, partner] {
+        // No reader is open: each is installed (or released, if nothing in it was live) at once.
+        let done = step.segments_compacted.contains(&id) || step.segments_released.contains(&id);
+        assert!(done, "{id:?} neither compacted nor released: {step:?}");
+    }
+    check(&db, &last, "after a step with a partner")?;
+    let mut steps = 0;
+    while db.gc_step()?.victim.is_some() {
+        steps += 1;
+        assert!(steps < 1_000, "GC never ended");
+    }
+    assert!(db.stats().vlog_bytes() <= 256 << 10, "{:?}", db.stats());
+    check(&db, &last, "after GC")?;
+    drop(db);
+    let db = Db::open(dir.path(), opts)?;
+    check(&db, &last, "reopened")?;
     Ok(())
 }
 

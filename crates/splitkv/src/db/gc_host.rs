@@ -710,6 +710,7 @@ impl GcHost for DbInner {
             self.info_log,
             Level::INFO,
             victim = outcome.victim.map_or(-1, |v| v.0 as i64),
+            partner = outcome.partner.map_or(-1, |v| v.0 as i64),
             bytes_read = outcome.bytes_read,
             records_relocated = outcome.records_relocated,
             bytes_relocated = outcome.bytes_relocated,

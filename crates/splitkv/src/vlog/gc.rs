@@ -226,6 +226,10 @@ pub enum SpacePressure {
 pub struct GcOutcome {
     /// Segment cleaned or punched, if any.
     pub victim: Option<SegmentId>,
+    /// A second segment compacted in place beside the victim, on a thread of its own, while
+    /// writers waited for log space (see `GarbageCollector::take_partner`). The run's byte
+    /// counts and times include its work.
+    pub partner: Option<SegmentId>,
     /// Bytes read from the victim.
     pub bytes_read: u64,
     /// Records rewritten at the head.
@@ -251,6 +255,7 @@ impl GcOutcome {
     /// True if the run cleaned, punched or released anything.
     pub fn did_work(&self) -> bool {
         self.victim.is_some()
+            || self.partner.is_some()
             || !self.segments_released.is_empty()
             || !self.segments_compacted.is_empty()
             || self.bytes_punched > 0
@@ -307,9 +312,10 @@ struct CollectorState {
     /// Unreclaimed garbage a segment had when it was last punched: it is picked again only once
     /// more has accrued (what punching left is scattered between live records).
     punched_at: BTreeMap<SegmentId, u64>,
-    /// The victim of the run in progress, with the garbage it will free, until the run queues
-    /// its release: what [`GarbageCollector::plan_moves`] counts as about to be freed.
-    cleaning: Option<(SegmentId, u64)>,
+    /// The victims of the run in progress (its partner too), with the garbage each will free,
+    /// until the run queues their release: what [`GarbageCollector::plan_moves`] counts as about
+    /// to be freed, and what a second pick must not take again.
+    cleaning: Vec<(SegmentId, u64)>,
     totals: GcTotals,
 }
 
@@ -340,7 +346,7 @@ impl GarbageCollector {
                 deferred: Vec::new(),
                 punched: BTreeMap::new(),
                 punched_at: BTreeMap::new(),
-                cleaning: None,
+                cleaning: Vec::new(),
                 totals: GcTotals::default(),
             }),
             run_lock: Mutex::new(()),
@@ -492,8 +498,12 @@ impl GarbageCollector {
             segments.retain(|s| ids.contains(&s.id));
         }
         let state = self.state.lock();
-        // Segments with deferred work are not picked again until it is done.
-        segments.retain(|s| !state.deferred.iter().any(|(work, _)| work.segment() == s.id));
+        // Segments with deferred work are not picked again until it is done, nor the run's own
+        // victim when it picks a partner.
+        segments.retain(|s| {
+            !state.deferred.iter().any(|(work, _)| work.segment() == s.id)
+                && !state.cleaning.iter().any(|&(id, _)| id == s.id)
+        });
         for s in &mut segments {
             if let Some(&at) = state.punched_at.get(&s.id) {
                 s.garbage_bytes = s.garbage_bytes.saturating_sub(at);
@@ -563,14 +573,14 @@ impl GarbageCollector {
         // segments nothing points into any more (emptied by earlier moves), which it releases
         // unread. Counted as gone, or the next plan would move more to free the same space.
         let waiting = self.pending_releases();
-        let cleaning = self.state.lock().cleaning;
-        // The victim of GC's run in progress frees its garbage (its live records are being
-        // copied) and is not planned: no compaction may claim it.
+        let cleaning = self.state.lock().cleaning.clone();
+        // The victims of GC's run in progress free their garbage (their live records are being
+        // copied) and are not planned: no compaction may claim them.
         let pending: u64 = eligible
             .iter()
             .filter(|s| waiting.contains(&s.id) || unreferenced.contains(&s.id))
             .map(|s| s.size)
-            .chain(cleaning.map(|(_, garbage)| garbage))
+            .chain(cleaning.iter().map(|&(_, garbage)| garbage))
             .sum();
         let segments = self.without_deferred(eligible, None);
         let live = self.live_floor(host);
@@ -584,7 +594,7 @@ impl GarbageCollector {
         .reduce(f64::min);
         let mut candidates: Vec<&SegmentStats> =
             segments.iter().filter(|s| s.garbage_bytes > 0 && !unreferenced.contains(&s.id)).collect();
-        candidates.retain(|s| cleaning.is_none_or(|(id, _)| id != s.id));
+        candidates.retain(|s| !cleaning.iter().any(|&(id, _)| id == s.id));
         let share = |s: &SegmentStats| s.garbage_bytes as f64 / s.size.max(1) as f64;
         candidates.sort_by(|a, b| share(b).total_cmp(&share(a)));
         let plan: Vec<SegmentId> = match start {
@@ -716,20 +726,26 @@ impl GarbageCollector {
             // A compaction claimed it since the pick: it moves the live values out itself.
             return Ok(outcome);
         }
-        self.state.lock().cleaning = Some((victim.id, victim.garbage_bytes));
+        self.state.lock().cleaning.push((victim.id, victim.garbage_bytes));
         let cleaned = self.clean(host, force, victim, outcome);
-        let mut state = self.state.lock();
-        state.cleaning = None;
-        // A victim waiting for its release or its compacted file stays taken from compactions.
-        let queued = state.deferred.iter().any(|(work, _)| {
-            matches!(work, Deferred::Release(_) | Deferred::Install(..)) && work.segment() == victim.id
-        });
-        drop(state);
-        let released = cleaned.as_ref().is_ok_and(|o| o.segments_released.contains(&victim.id));
-        if !queued && !released {
-            host.end_collecting(victim.id);
-        }
+        self.end_cleaning(host, victim.id, &cleaned);
         cleaned
+    }
+
+    /// Ends a run's hold on its victim `id` (or partner), `cleaned` being how its run ended. A
+    /// victim waiting for its release or its compacted file stays taken from compactions.
+    fn end_cleaning(&self, host: &dyn GcHost, id: SegmentId, cleaned: &Result<GcOutcome>) {
+        let mut state = self.state.lock();
+        state.cleaning.retain(|&(cleaning, _)| cleaning != id);
+        let queued = state
+            .deferred
+            .iter()
+            .any(|(work, _)| matches!(work, Deferred::Release(_) | Deferred::Install(..)) && work.segment() == id);
+        drop(state);
+        let released = cleaned.as_ref().is_ok_and(|o| o.segments_released.contains(&id));
+        if !queued && !released {
+            host.end_collecting(id);
+        }
     }
 
     /// Cleans `victim`, which the run has taken: punches it, or copies its live records and
@@ -742,25 +758,14 @@ impl GarbageCollector {
         // Read before any lookup: every record found live is current at this sequence number or
         // later, which is what the write path re-checks against.
         let current_at = host.visible_sequence();
-        let mostly_holes = (victim.skipped_bytes as f64) > 0.75 * victim.size as f64;
-        let logical_room = self
-            .settings
-            .space_budget
-            .is_none_or(|b| (host.logical_log_bytes() as f64) < b as f64 * self.settings.logical_space_factor);
-        let punch = self.settings.punch_holes && !self.state.lock().punch_unsupported && !is_shared(fs, &path)?;
-        let may_punch = punch && logical_room && !mostly_holes && !host.is_compacted(victim.id);
+        let may_punch = self.may_punch(host, fs, &path, &victim)?;
         // A segment nothing ever pointed into (a log of inline values is only a write-ahead
         // log) needs no scan: no record can be live, and releasing beats punching.
         let referenced = host.may_be_referenced(victim.id);
 
-        // In place, survivors are sorted by key a MiB at a time; a run that must sort all of
-        // them (`GcRewriteOrder::Key`) copies them.
-        // A segment past 4 GiB (one huge batch) is copied too: a map's offsets are 32-bit.
-        let in_place = self.settings.compact_in_place
-            && self.settings.rewrite_order == GcRewriteOrder::Segment
-            && victim.size <= MAX_EXTENT;
-        if referenced && !may_punch && skipped.is_empty() && in_place {
-            return self.compact(host, fs, &path, victim.id, current_at, outcome);
+        if referenced && !may_punch && skipped.is_empty() && self.in_place(&victim) {
+            let partner = if force { None } else { self.take_partner(host, fs, dir)? };
+            return self.compact(host, fs, &path, victim.id, partner, current_at, outcome);
         }
 
         if referenced
@@ -822,26 +827,103 @@ impl GarbageCollector {
         self.finish_run(host, Deferred::Release(victim.id), relocated, outcome)
     }
 
+    /// True if the run would punch holes in `victim` rather than clean it (`gc_punch_holes`).
+    fn may_punch(&self, host: &dyn GcHost, fs: &dyn FileSystem, path: &Path, victim: &SegmentStats) -> Result<bool> {
+        let mostly_holes = (victim.skipped_bytes as f64) > 0.75 * victim.size as f64;
+        let logical_room = self
+            .settings
+            .space_budget
+            .is_none_or(|b| (host.logical_log_bytes() as f64) < b as f64 * self.settings.logical_space_factor);
+        let punch = self.settings.punch_holes && !self.state.lock().punch_unsupported && !is_shared(fs, path)?;
+        Ok(punch && logical_room && !mostly_holes && !host.is_compacted(victim.id))
+    }
+
+    /// True if `victim`, once found referenced and not to be punched, is compacted in place. In
+    /// place, survivors are sorted by key a MiB at a time; a run that must sort all of them
+    /// (`GcRewriteOrder::Key`) copies them. A segment past 4 GiB (one huge batch) is copied too:
+    /// a map's offsets are 32-bit.
+    fn in_place(&self, victim: &SegmentStats) -> bool {
+        self.settings.compact_in_place
+            && self.settings.rewrite_order == GcRewriteOrder::Segment
+            && victim.size <= MAX_EXTENT
+    }
+
+    /// A second victim for a background run that compacts in place, taken (from compactions
+    /// too) as the first was, if writers wait for log space: the run then compacts both at
+    /// once. One compaction keeps about one core busy (its scan on a helper thread, its writes
+    /// on the run's), and with the writers stalled the other core had little else to do. Only
+    /// a segment that would be compacted in place itself qualifies.
+    fn take_partner(&self, host: &dyn GcHost, fs: &dyn FileSystem, dir: &Path) -> Result<Option<SegmentId>> {
+        if self.space_pressure(host) == SpacePressure::None {
+            return Ok(None);
+        }
+        let Some(partner) = self.pick(host, false, None)? else { return Ok(None) };
+        let qualifies = host.may_be_referenced(partner.id)
+            && host.skipped_ranges(partner.id).is_empty()
+            && self.in_place(&partner)
+            && !self.may_punch(host, fs, &segment_file(dir, partner.id), &partner)?;
+        if !qualifies || !host.begin_collecting(partner.id) {
+            return Ok(None);
+        }
+        self.state.lock().cleaning.push((partner.id, partner.garbage_bytes));
+        Ok(Some(partner.id))
+    }
+
     /// Cleans `victim` in place: writes its live records to its compacted file, which replaces
     /// the old one once no reader older than the scan's liveness checks is open (see
-    /// `vlog::compact`).
+    /// `vlog::compact`). A `partner` the run took is compacted at the same time on a thread of
+    /// its own, and its hold ended here.
+    #[allow(clippy::too_many_arguments)]
     fn compact(
         &self,
         host: &dyn GcHost,
         fs: &dyn FileSystem,
         path: &Path,
         victim: SegmentId,
+        partner: Option<SegmentId>,
         current_at: SequenceNumber,
-        mut outcome: GcOutcome,
+        outcome: GcOutcome,
     ) -> Result<GcOutcome> {
-        let (scan, kept) = scan_while_compacting(fs, path, victim, host)?;
+        let dir = host.files().1;
+        let (compacted, partner_compacted) = std::thread::scope(|scope| {
+            let partner = partner.map(|id| {
+                std::thread::Builder::new()
+                    .name("splitkv-gc-partner".into())
+                    .spawn_scoped(scope, move || scan_while_compacting(fs, &segment_file(dir, id), id, host))
+            });
+            let compacted = scan_while_compacting(fs, path, victim, host);
+            let partner_compacted =
+                partner.map(|spawned| spawned?.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            (compacted, partner_compacted)
+        });
         // Every record dropped was dead for a reader at this sequence number or later.
         let checked_at = host.visible_sequence();
-        outcome.scan_time = scan.time;
-        outcome.bytes_read = scan.bytes_read;
-        // Nothing kept (the host wrote no file): released as a copying run would.
-        let work = if kept.records == 0 { Deferred::Release(victim) } else { Deferred::Install(victim, current_at) };
-        self.finish_run(host, work, Relocated { seq: checked_at, ..kept }, outcome)
+        let finish = |id: SegmentId, compacted: Result<(VictimScan, Relocated)>, mut outcome: GcOutcome| {
+            let (scan, kept) = compacted?;
+            outcome.scan_time = scan.time;
+            outcome.bytes_read = scan.bytes_read;
+            // Nothing kept (the host wrote no file): released as a copying run would.
+            let work = if kept.records == 0 { Deferred::Release(id) } else { Deferred::Install(id, current_at) };
+            self.finish_run(host, work, Relocated { seq: checked_at, ..kept }, outcome)
+        };
+        let partner_outcome = partner.zip(partner_compacted).map(|(id, compacted)| {
+            let finished = finish(id, compacted, GcOutcome::default());
+            self.end_cleaning(host, id, &finished);
+            finished
+        });
+        let mut outcome = finish(victim, compacted, outcome)?;
+        if let Some(theirs) = partner_outcome {
+            let theirs = theirs?;
+            outcome.partner = partner;
+            outcome.bytes_read += theirs.bytes_read;
+            outcome.records_relocated += theirs.records_relocated;
+            outcome.bytes_relocated += theirs.bytes_relocated;
+            outcome.scan_time += theirs.scan_time;
+            outcome.relocate_time += theirs.relocate_time;
+            outcome.segments_released.extend(theirs.segments_released);
+            outcome.segments_compacted.extend(theirs.segments_compacted);
+        }
+        Ok(outcome)
     }
 
     /// Ends a run that copied or compacted the victim's live records: `work` (the victim's
@@ -1155,7 +1237,7 @@ mod tests {
         // at 13,000 that leaves 200 over the trigger, which segment 4 covers.
         let plan = |host: &FixedHost| gc.plan_moves(host, &mut [2, 3, 4].map(SegmentId).into_iter()).expect("plan");
         assert_eq!(plan(&host(13_000, 0)), [3, 4].map(SegmentId));
-        gc.state.lock().cleaning = Some((SegmentId(3), 400));
+        gc.state.lock().cleaning = vec![(SegmentId(3), 400)];
         assert_eq!(plan(&host(13_000, 0)), [4].map(SegmentId));
         assert_eq!(plan(&host(14_000, 0)), [2, 4].map(SegmentId), "the rest, most garbage first, never the victim");
     }
