@@ -468,11 +468,12 @@ impl DbInner {
                     }
                 }
                 let run = this.gc.is_due(this).and_then(|due| due.then(|| this.gc.run_once(this, false)).transpose());
-                let over_budget = this.gc.space_pressure(this) != SpacePressure::None;
+                // Over the space trigger writers will wait at the limit unless GC keeps up, so it
+                // runs unpaced until the log is back under the trigger.
+                let hurried = this.gc.hurried(this, false);
                 worked = run.as_ref().is_ok_and(|outcome| outcome.as_ref().is_some_and(GcOutcome::did_work));
                 match run {
-                    // Writers are waiting for space: no pacing.
-                    Ok(Some(_)) if over_budget => {}
+                    Ok(Some(_)) if hurried => {}
                     Ok(Some(outcome)) if this.options.gc_rate_limit > 0 => {
                         let secs = outcome.bytes_read as f64 / this.options.gc_rate_limit as f64;
                         let mut guard = this.gc_wake.0.lock();
