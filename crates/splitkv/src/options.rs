@@ -190,7 +190,9 @@ pub struct Options {
     pub gc_punch_holes: bool,
     /// Logical value-log space allowed as a multiple of `gc_space_budget` when punching holes.
     pub gc_logical_space_factor: f64,
-    /// Most bytes per second background GC reads (0 = unlimited), so foreground writes keep going.
+    /// Most bytes per second background GC reads (0 = unlimited) while the log is under its
+    /// space trigger, so foreground writes keep going; over the trigger GC is unpaced, since
+    /// writers soon wait at the limit unless it keeps up.
     pub gc_rate_limit: u64,
     /// Order in which GC rewrites a victim's live records at the log head.
     pub gc_rewrite_order: GcRewriteOrder,
