@@ -252,6 +252,19 @@ pub struct GcOutcome {
 }
 
 impl GcOutcome {
+    /// Adds what `other` (another run, or a partner's part of this one) read, relocated,
+    /// punched, released and compacted, and its times.
+    fn add(&mut self, other: GcOutcome) {
+        self.bytes_read += other.bytes_read;
+        self.records_relocated += other.records_relocated;
+        self.bytes_relocated += other.bytes_relocated;
+        self.bytes_punched += other.bytes_punched;
+        self.segments_released.extend(other.segments_released);
+        self.segments_compacted.extend(other.segments_compacted);
+        self.scan_time += other.scan_time;
+        self.relocate_time += other.relocate_time;
+    }
+
     /// True if the run cleaned, punched or released anything.
     pub fn did_work(&self) -> bool {
         self.victim.is_some()
@@ -693,18 +706,12 @@ impl GarbageCollector {
             let run = self.run_once_among(host, true, Some(&candidates))?;
             // Each segment once: a punched one keeps the garbage that punching cannot free.
             candidates.retain(|id| Some(*id) != run.victim);
-            total.bytes_read += run.bytes_read;
-            total.records_relocated += run.records_relocated;
-            total.bytes_relocated += run.bytes_relocated;
-            total.bytes_punched += run.bytes_punched;
-            total.segments_released.extend(run.segments_released);
-            total.segments_compacted.extend(run.segments_compacted);
-            total.scan_time += run.scan_time;
-            total.relocate_time += run.relocate_time;
-            if run.victim.is_none() {
+            let victim = run.victim;
+            total.add(run);
+            if victim.is_none() {
                 return Ok(total);
             }
-            total.victim = run.victim;
+            total.victim = victim;
         }
     }
 
@@ -913,15 +920,8 @@ impl GarbageCollector {
         });
         let mut outcome = finish(victim, compacted, outcome)?;
         if let Some(theirs) = partner_outcome {
-            let theirs = theirs?;
+            outcome.add(theirs?);
             outcome.partner = partner;
-            outcome.bytes_read += theirs.bytes_read;
-            outcome.records_relocated += theirs.records_relocated;
-            outcome.bytes_relocated += theirs.bytes_relocated;
-            outcome.scan_time += theirs.scan_time;
-            outcome.relocate_time += theirs.relocate_time;
-            outcome.segments_released.extend(theirs.segments_released);
-            outcome.segments_compacted.extend(theirs.segments_compacted);
         }
         Ok(outcome)
     }
