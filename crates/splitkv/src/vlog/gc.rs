@@ -770,7 +770,7 @@ impl GarbageCollector {
         // log) needs no scan: no record can be live, and releasing beats punching.
         let referenced = host.may_be_referenced(victim.id);
 
-        if referenced && !may_punch && skipped.is_empty() && self.in_place(&victim) {
+        if self.compacts_in_place(&victim, referenced, &skipped, may_punch) {
             let partner = if force { None } else { self.take_partner(host, fs, dir)? };
             return self.compact(host, fs, &path, victim.id, partner, current_at, outcome);
         }
@@ -845,14 +845,24 @@ impl GarbageCollector {
         Ok(punch && logical_room && !mostly_holes && !host.is_compacted(victim.id))
     }
 
-    /// True if `victim`, once found referenced and not to be punched, is compacted in place. In
-    /// place, survivors are sorted by key a MiB at a time; a run that must sort all of them
+    /// True if a run compacts `victim` in place: something may point into it (`referenced`), it
+    /// has no `skipped` ranges, and it is not to be punched (`may_punch`). In place, survivors
+    /// are sorted by key a MiB at a time; a run that must sort all of them
     /// (`GcRewriteOrder::Key`) copies them. A segment past 4 GiB (one huge batch) is copied too:
     /// a map's offsets are 32-bit.
-    fn in_place(&self, victim: &SegmentStats) -> bool {
+    fn compacts_in_place(
+        &self,
+        victim: &SegmentStats,
+        referenced: bool,
+        skipped: &[(u64, u64)],
+        may_punch: bool,
+    ) -> bool {
         self.settings.compact_in_place
             && self.settings.rewrite_order == GcRewriteOrder::Segment
             && victim.size <= MAX_EXTENT
+            && referenced
+            && skipped.is_empty()
+            && !may_punch
     }
 
     /// A second victim for a background run that compacts in place, taken (from compactions
@@ -865,10 +875,9 @@ impl GarbageCollector {
             return Ok(None);
         }
         let Some(partner) = self.pick(host, false, None)? else { return Ok(None) };
-        let qualifies = host.may_be_referenced(partner.id)
-            && host.skipped_ranges(partner.id).is_empty()
-            && self.in_place(&partner)
-            && !self.may_punch(host, fs, &segment_file(dir, partner.id), &partner)?;
+        let may_punch = self.may_punch(host, fs, &segment_file(dir, partner.id), &partner)?;
+        let referenced = host.may_be_referenced(partner.id);
+        let qualifies = self.compacts_in_place(&partner, referenced, &host.skipped_ranges(partner.id), may_punch);
         if !qualifies || !host.begin_collecting(partner.id) {
             return Ok(None);
         }
