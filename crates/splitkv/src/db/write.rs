@@ -9,7 +9,10 @@
 //! writes hands the lead on as soon as it is appended and applies itself beside the next group's
 //! append, as RocksDB's pipelined writes do: the memtable insert, a put's largest single cost,
 //! leaves the serial part. Groups then finish applying out of order and publish in sequence order
-//! (`publish`). Whatever must see every appended write applied leads alone: freezing a memtable
+//! (`publish`). A plain write that needs no sync does not even queue there: its own thread
+//! numbers and appends it under the log-order lock and applies it beside the others
+//! (`commit_unqueued`); the queue remains for what a group shares (one sync) or what must run
+//! alone. Whatever must see every appended write applied leads alone: freezing a memtable
 //! (`Index::make_room`), GC relocations, which skip any put whose key no longer maps to the
 //! pointer it replaces, flush requests and range deletes. It holds the commit gate exclusively,
 //! which waits until no group is appended but unpublished.
@@ -165,6 +168,9 @@ impl DbInner {
     /// Queues a write and either waits for a leader to do it or leads a group itself. Returns
     /// the sequence number of the batch's first operation (the others follow it in order).
     pub(super) fn submit(&self, write: PendingWrite) -> Result<SequenceNumber> {
+        if !write.sync && write.runs_beside_others() && self.index.applies_groups_concurrently() {
+            return self.commit_unqueued(&write);
+        }
         let me = Arc::new(write);
         let mut queue = self.writers.lock();
         queue.push_back(Arc::clone(&me));
@@ -295,11 +301,37 @@ impl DbInner {
         Ok(assigned)
     }
 
-    /// Commits a shard worker's group of single-shard writes (see `shards`): checkpoints first if
-    /// the index asks (alone), then, beside the other shards' workers, looks up its keys'
-    /// predecessors, appends its batches under the log-order lock, applies them to the index and
-    /// waits until they are published in sequence order.
+    /// Commits a shard worker's group of single-shard writes (see `shards`) beside the other
+    /// shards' workers: looks up its keys' predecessors, then appends, applies and publishes it
+    /// ([`DbInner::commit_beside_others`]).
     pub(super) fn commit_shard_group(&self, writes: &[ShardWrite]) -> Result<()> {
+        self.commit_beside_others(writes.iter().map(|w| (&w.batch, w.sync))).map(|_| ())
+    }
+
+    /// Commits one plain write that needs no sync on its own thread, beside other writers, with
+    /// no write queue: for an index that applies groups concurrently, the queue's group commit
+    /// only orders appends, which the log-order lock does as well. With two writer threads the
+    /// queue cost each write five lock round trips between the cores (join, gather, hand over,
+    /// result, wake) and a spin while the other thread led; here it takes the log-order lock and
+    /// the publication lock once each. A sync write still queues: a group shares one sync.
+    fn commit_unqueued(&self, write: &PendingWrite) -> Result<SequenceNumber> {
+        self.commit_beside_others(std::iter::once((&write.batch, false)))
+    }
+
+    /// Makes room first if the index asks (alone: the commit gate held exclusively), then,
+    /// beside other such commits and the write queue's plain groups, makes the records of
+    /// `writes` (each batch with whether its caller asked for a sync), appends them in order
+    /// under the log-order lock (syncing once if any asked), applies them to the index and waits
+    /// until they are published in sequence order. Returns the first sequence number of the first
+    /// batch.
+    ///
+    /// The records, predecessors included, are made before the log-order lock is taken: only
+    /// the caller writes these keys (a shard's worker), or the index names no predecessors
+    /// ([`Index::applies_groups_concurrently`]).
+    fn commit_beside_others<'a>(
+        &self,
+        writes: impl Iterator<Item = (&'a WriteBatch, bool)> + Clone,
+    ) -> Result<SequenceNumber> {
         if self.index.room_due() {
             let _alone = self.commit_gate.write();
             self.check_poisoned()?;
@@ -307,24 +339,25 @@ impl DbInner {
         }
         let _shared = self.commit_gate.read();
         self.check_poisoned()?;
-        // Only this worker writes these keys, and the group-commit path is shut out by the gate:
-        // predecessors looked up before taking the log-order lock stay the newest versions.
-        let mut batches = Vec::with_capacity(writes.len());
-        for w in writes {
-            batches.push(self.batch_records(&w.batch, None)?);
+        // The group-commit path is shut out of numbering by the log-order lock, and of the keys'
+        // predecessors as the doc says.
+        let mut batches = SmallVec::<[(&WriteBatch, BatchRecords<'_>); 1]>::new();
+        for (batch, _) in writes.clone() {
+            batches.push((batch, self.batch_records(batch, None)?));
         }
         let mut index_records = IndexRecords::new();
         let mut tally = Tally::default();
-        let ticket = {
+        let (first, ticket) = {
             let mut assigned = self.log_order.lock();
             let mut seq = *assigned;
+            let first = SequenceNumber(seq + 1);
             let outcome = (|| -> Result<()> {
-                for (w, records) in writes.iter().zip(&mut batches) {
+                for (batch, records) in &mut batches {
                     if !records.is_empty() {
-                        self.log_batch(records, &mut seq, Some(&w.batch), &mut tally, &mut index_records)?;
+                        self.log_batch(records, &mut seq, Some(batch), &mut tally, &mut index_records)?;
                     }
                 }
-                if writes.iter().any(|w| w.sync) {
+                if writes.clone().any(|(_, sync)| sync) {
                     self.vlog.sync()?;
                 }
                 Ok(())
@@ -332,15 +365,16 @@ impl DbInner {
             if let Err(e) = outcome {
                 return Err(self.poison(e));
             }
-            let Some(last) = index_records.last() else { return Ok(()) };
+            let Some(last) = index_records.last() else { return Ok(first) };
             *assigned = seq;
-            self.publish.register(seq, last.log_pointer.segment.0)
+            (first, self.publish.register(seq, last.log_pointer.segment.0))
         };
-        // The index takes its own lock; shards apply disjoint keys, so their order does not matter.
+        // The index takes its own lock where it needs one; groups applied out of order leave it
+        // the same.
         self.index.apply(&index_records);
         tally.count(self);
         self.publish.applied_and_wait(ticket, &self.last_sequence, &self.applied_segment);
-        Ok(())
+        Ok(first)
     }
 
     /// The records of `batch`, each naming its key's predecessor, sequence numbers unassigned.
