@@ -197,6 +197,18 @@ impl Db {
 
     /// Sets `key` to `value` with write options.
     pub fn put_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        if !opts.sync && self.front.is_none() && self.inner.commits_unqueued() {
+            // What `write` would do with a batch of this one put, without building the batch:
+            // its copies of the key and value were a tenth of a small put's time.
+            let latency = &self.inner.counters.latency;
+            let _timer = latency.start(&latency.put);
+            if is_reserved(key) {
+                return Err(reserved_key_error());
+            }
+            self.inner.wait_for_log_space()?;
+            return self.inner.put_unqueued(key, value).map(|_| ());
+        }
         let mut batch = WriteBatch::new();
         batch.put(key, value);
         self.write_put(opts, batch)

@@ -168,7 +168,7 @@ impl DbInner {
     /// Queues a write and either waits for a leader to do it or leads a group itself. Returns
     /// the sequence number of the batch's first operation (the others follow it in order).
     pub(super) fn submit(&self, write: PendingWrite) -> Result<SequenceNumber> {
-        if !write.sync && write.runs_beside_others() && self.index.applies_groups_concurrently() {
+        if !write.sync && write.runs_beside_others() && self.commits_unqueued() {
             return self.commit_unqueued(&write);
         }
         let me = Arc::new(write);
@@ -287,7 +287,7 @@ impl DbInner {
                 }
                 // GC's rewrites are the engine's writes, not the user's.
                 let user = w.relocate_from.is_none();
-                self.log_batch(&mut records, &mut seq, user.then_some(&w.batch), tally, index_records)?;
+                self.log_batch(&mut records, &mut seq, user.then(|| Payload::of(&w.batch)), tally, index_records)?;
             }
             if group.iter().any(|w| w.sync) {
                 self.vlog.sync()?;
@@ -302,10 +302,14 @@ impl DbInner {
     }
 
     /// Commits a shard worker's group of single-shard writes (see `shards`) beside the other
-    /// shards' workers: looks up its keys' predecessors, then appends, applies and publishes it
-    /// ([`DbInner::commit_beside_others`]).
+    /// shards' workers ([`DbInner::commit_beside_others`]): only this worker writes these keys,
+    /// so their predecessors, looked up before the log-order lock, stay the newest versions.
     pub(super) fn commit_shard_group(&self, writes: &[ShardWrite]) -> Result<()> {
-        self.commit_beside_others(writes.iter().map(|w| (&w.batch, w.sync))).map(|_| ())
+        let sync = writes.iter().any(|w| w.sync);
+        self.commit_beside_others(sync, || {
+            writes.iter().map(|w| Ok((self.batch_records(&w.batch, None)?, Payload::of(&w.batch)))).collect()
+        })
+        .map(|_| ())
     }
 
     /// Commits one plain write that needs no sync on its own thread, beside other writers, with
@@ -315,22 +319,44 @@ impl DbInner {
     /// result, wake) and a spin while the other thread led; here it takes the log-order lock and
     /// the publication lock once each. A sync write still queues: a group shares one sync.
     fn commit_unqueued(&self, write: &PendingWrite) -> Result<SequenceNumber> {
-        self.commit_beside_others(std::iter::once((&write.batch, false)))
+        self.commit_beside_others(false, || {
+            Ok(smallvec::smallvec![(self.batch_records(&write.batch, None)?, Payload::of(&write.batch))])
+        })
+    }
+
+    /// [`DbInner::commit_unqueued`] for one put, from the caller's key and value: no batch is
+    /// built, so nothing is copied or allocated before the log append. The caller checked what
+    /// `Db::write` checks of a batch (the key is not reserved) and waited for log space. Returns
+    /// the put's sequence number.
+    pub(super) fn put_unqueued(&self, key: &[u8], value: &[u8]) -> Result<SequenceNumber> {
+        self.commit_beside_others(false, || {
+            let prev = self.index.predecessor(key)?;
+            let record = RecordRef { seq: SequenceNumber(0), kind: RecordKind::Put, key, value, prev };
+            let payload = Payload { bytes: (key.len() + value.len()) as u64, keys: 1 };
+            Ok(smallvec::smallvec![(smallvec::smallvec![record], payload)])
+        })
+    }
+
+    /// True if a plain write that needs no sync commits on its own thread
+    /// ([`DbInner::commit_unqueued`]): the index applies groups concurrently, and so names no
+    /// predecessors.
+    pub(super) fn commits_unqueued(&self) -> bool {
+        self.index.applies_groups_concurrently()
     }
 
     /// Makes room first if the index asks (alone: the commit gate held exclusively), then,
-    /// beside other such commits and the write queue's plain groups, makes the records of
-    /// `writes` (each batch with whether its caller asked for a sync), appends them in order
-    /// under the log-order lock (syncing once if any asked), applies them to the index and waits
-    /// until they are published in sequence order. Returns the first sequence number of the first
-    /// batch.
+    /// beside other such commits and the write queue's plain groups, makes the records of some
+    /// batches (`batches`, each with its user payload), appends them in order under the
+    /// log-order lock (syncing once if `sync`), applies them to the index and waits until they
+    /// are published in sequence order. Returns the first sequence number of the first batch.
     ///
-    /// The records, predecessors included, are made before the log-order lock is taken: only
-    /// the caller writes these keys (a shard's worker), or the index names no predecessors
-    /// ([`Index::applies_groups_concurrently`]).
+    /// `batches` runs before the log-order lock is taken, so it may look up predecessors only
+    /// where nobody else writes the keys meanwhile (a shard's worker), or where the index names
+    /// none ([`Index::applies_groups_concurrently`]).
     fn commit_beside_others<'a>(
         &self,
-        writes: impl Iterator<Item = (&'a WriteBatch, bool)> + Clone,
+        sync: bool,
+        batches: impl FnOnce() -> Result<SmallVec<[(BatchRecords<'a>, Payload); 1]>>,
     ) -> Result<SequenceNumber> {
         if self.index.room_due() {
             let _alone = self.commit_gate.write();
@@ -339,12 +365,7 @@ impl DbInner {
         }
         let _shared = self.commit_gate.read();
         self.check_poisoned()?;
-        // The group-commit path is shut out of numbering by the log-order lock, and of the keys'
-        // predecessors as the doc says.
-        let mut batches = SmallVec::<[(&WriteBatch, BatchRecords<'_>); 1]>::new();
-        for (batch, _) in writes.clone() {
-            batches.push((batch, self.batch_records(batch, None)?));
-        }
+        let mut batches = batches()?;
         let mut index_records = IndexRecords::new();
         let mut tally = Tally::default();
         let (first, ticket) = {
@@ -352,12 +373,12 @@ impl DbInner {
             let mut seq = *assigned;
             let first = SequenceNumber(seq + 1);
             let outcome = (|| -> Result<()> {
-                for (batch, records) in &mut batches {
+                for (records, payload) in &mut batches {
                     if !records.is_empty() {
-                        self.log_batch(records, &mut seq, Some(batch), &mut tally, &mut index_records)?;
+                        self.log_batch(records, &mut seq, Some(*payload), &mut tally, &mut index_records)?;
                     }
                 }
-                if writes.clone().any(|(_, sync)| sync) {
+                if sync {
                     self.vlog.sync()?;
                 }
                 Ok(())
@@ -411,12 +432,13 @@ impl DbInner {
     }
 
     /// Numbers `records` from `seq + 1` and appends them as one atomic run; their index records
-    /// go to `index_records`. `user` is the batch when the write is the user's (counted).
+    /// go to `index_records`. `user` is the batch's payload when the write is the user's
+    /// (counted).
     fn log_batch<'a>(
         &self,
         records: &mut [RecordRef<'a>],
         seq: &mut u64,
-        user: Option<&WriteBatch>,
+        user: Option<Payload>,
         tally: &mut Tally,
         index_records: &mut IndexRecords<'a>,
     ) -> Result<()> {
@@ -425,9 +447,9 @@ impl DbInner {
             rec.seq = SequenceNumber(*seq);
         }
         let pointers = self.vlog.append_batch(records)?;
-        if let Some(batch) = user {
-            tally.user_bytes += batch.payload_bytes() as u64;
-            tally.user_keys += batch.len() as u64;
+        if let Some(payload) = user {
+            tally.user_bytes += payload.bytes;
+            tally.user_keys += payload.keys;
         }
         let threshold = self.options.value_threshold;
         let mut referenced = None;
@@ -453,6 +475,19 @@ impl DbInner {
     fn poison(&self, e: Error) -> Error {
         self.poison_with(e.to_string());
         e
+    }
+}
+
+/// What a user's batch counts for: its key and value bytes, and its operations.
+#[derive(Clone, Copy)]
+struct Payload {
+    bytes: u64,
+    keys: u64,
+}
+
+impl Payload {
+    fn of(batch: &WriteBatch) -> Self {
+        Payload { bytes: batch.payload_bytes() as u64, keys: batch.len() as u64 }
     }
 }
 
