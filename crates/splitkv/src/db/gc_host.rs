@@ -25,7 +25,7 @@ use crate::types::{SegmentId, SequenceNumber, ValuePointer};
 use crate::version::{GarbageSurvey, SegmentMeta, VersionEdit};
 use crate::vlog::gc::{GcHost, GcOutcome, SegmentStats, SpacePressure};
 use crate::vlog::live_map::LiveMap;
-use crate::vlog::ReplayedRecord;
+use crate::vlog::{KeptRecords, ReplayedRecord};
 
 /// The state of the value log at the last garbage survey.
 #[derive(Clone, Copy, Debug, Default)]
@@ -670,10 +670,10 @@ impl GcHost for DbInner {
         self.vlog.remove_segment(id)
     }
 
-    fn compact_segment(&self, id: SegmentId, kept: &mut dyn Iterator<Item = ReplayedRecord>) -> Result<()> {
+    fn compact_segment(&self, id: SegmentId, kept: &mut dyn Iterator<Item = KeptRecords>) -> Result<()> {
         let mut file = self.vlog.begin_compacted(id)?;
-        for record in kept {
-            file.push(record)?;
+        for records in kept {
+            file.push(records)?;
         }
         if file.records() == 0 {
             // Dropped unfinished: removed. The run releases the victim instead.

@@ -25,10 +25,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::record::{encode_record, encode_segment_header_version, RecordRef, COMPACTED_FORMAT_VERSION};
+use super::record::{encode_segment_header_version, COMPACTED_FORMAT_VERSION};
 use super::remap::{Remap, MAX_EXTENT};
-use super::segment::{read_segment_header, Segment};
-use super::{ReplayedRecord, ValueLog};
+use super::segment::{read_segment_header, CursorRecord, Segment};
+use super::ValueLog;
 use crate::error::{Error, Result};
 use crate::filenames::segment_file;
 use crate::fs::{AccessPattern, WritableFile};
@@ -37,6 +37,83 @@ use crate::types::{SegmentId, ValuePointer};
 /// Bytes of records buffered before they are handed to the OS and their writeback started, so
 /// that the sync at the end finds little left to write.
 const WRITE_CHUNK: usize = 1 << 20;
+
+/// Live records of a victim on their way to its compacted file, as its scan read them: their
+/// bytes back to back and unchanged (header and checksums included), and where each one is.
+///
+/// A compacted segment keeps every record's bytes, so the scan hands them over as they are.
+/// Decoding each into a record of its own (a key and a value allocated and copied) and encoding
+/// it again with fresh checksums cost the run two allocations, two copies and a checksum per
+/// kept record.
+#[derive(Debug, Default)]
+pub struct KeptRecords {
+    /// The segment they were read from (`None` while empty).
+    segment: Option<SegmentId>,
+    bytes: Vec<u8>,
+    records: Vec<KeptRecord>,
+    value_bytes: u64,
+}
+
+/// Where one kept record is in [`KeptRecords::bytes`], and where it was in its segment.
+#[derive(Clone, Copy, Debug)]
+struct KeptRecord {
+    old_offset: u64,
+    at: usize,
+    len: u32,
+    key_at: usize,
+    key_len: usize,
+}
+
+impl KeptRecords {
+    /// No records yet, with room for `bytes` of them.
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        KeptRecords { bytes: Vec::with_capacity(bytes), ..KeptRecords::default() }
+    }
+
+    /// Appends `record`, read from `segment` and found live (its checksums verified).
+    pub(crate) fn push(&mut self, record: &CursorRecord<'_>, segment: SegmentId) {
+        self.segment.get_or_insert(segment);
+        let at = self.bytes.len();
+        let key = record.header.key_range();
+        self.records.push(KeptRecord {
+            old_offset: record.offset,
+            at,
+            len: record.bytes.len() as u32,
+            key_at: at + key.start,
+            key_len: key.len(),
+        });
+        self.bytes.extend_from_slice(record.bytes);
+        self.value_bytes += u64::from(record.header.value_len);
+    }
+
+    /// Records held.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// True if no record is held.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Bytes of records held (headers included).
+    pub fn record_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Bytes of the held records' values.
+    pub fn value_bytes(&self) -> u64 {
+        self.value_bytes
+    }
+
+    fn key(&self, record: &KeptRecord) -> &[u8] {
+        &self.bytes[record.key_at..record.key_at + record.key_len]
+    }
+
+    fn record(&self, record: &KeptRecord) -> &[u8] {
+        &self.bytes[record.at..record.at + record.len as usize]
+    }
+}
 
 /// The compacted file of one segment while GC writes it: records are appended as the victim's
 /// scan finds them live, a MiB at a time sorted by key, then the offset map; see
@@ -48,11 +125,11 @@ pub struct CompactedFile<'a> {
     extent: u64,
     path: PathBuf,
     file: Box<dyn WritableFile>,
-    /// Records pushed and not yet encoded, with their bytes.
-    pending: Vec<ReplayedRecord>,
+    /// Records pushed and not yet written, with their bytes.
+    pending: Vec<KeptRecords>,
     pending_bytes: usize,
     buffer: Vec<u8>,
-    /// `(old offset, length)` of every record encoded, in file order.
+    /// `(old offset, length)` of every record written, in file order.
     kept: Vec<(u64, u32)>,
     finished: bool,
 }
@@ -156,16 +233,15 @@ impl ValueLog {
 }
 
 impl CompactedFile<'_> {
-    /// Adds `record`, read from the segment and found live (each record once).
-    pub fn push(&mut self, record: ReplayedRecord) -> Result<()> {
-        let ptr = record.pointer;
-        if ptr.segment != self.id {
-            return Err(Error::InvalidArgument(format!("a record of segment {} kept in {}", ptr.segment, self.id)));
+    /// Adds `records`, read from the segment and found live (each record once).
+    pub fn push(&mut self, records: KeptRecords) -> Result<()> {
+        if let Some(other) = records.segment.filter(|&segment| segment != self.id) {
+            return Err(Error::InvalidArgument(format!("records of segment {other} kept in {}", self.id)));
         }
-        self.pending_bytes += ptr.len as usize;
-        self.pending.push(record);
+        self.pending_bytes += records.record_bytes();
+        self.pending.push(records);
         if self.pending_bytes >= WRITE_CHUNK {
-            self.write_pending()?;
+            self.write_pending();
             self.write_buffer()?;
             self.file.start_writeback()?;
         }
@@ -174,12 +250,12 @@ impl CompactedFile<'_> {
 
     /// The number of records pushed so far.
     pub fn records(&self) -> usize {
-        self.kept.len() + self.pending.len()
+        self.kept.len() + self.pending.iter().map(KeptRecords::len).sum::<usize>()
     }
 
     /// Appends the offset map and makes the file durable.
     pub fn finish(mut self) -> Result<()> {
-        self.write_pending()?;
+        self.write_pending();
         let remap = Remap::new(self.extent, &self.kept);
         // What readers would refuse is never written: two pushes of one record, say.
         remap.check().map_err(Error::InvalidArgument)?;
@@ -190,32 +266,22 @@ impl CompactedFile<'_> {
         Ok(())
     }
 
-    /// Encodes the pending records into the buffer, sorted by key: a scan in key order then
+    /// Copies the pending records into the buffer, sorted by key: a scan in key order then
     /// reads each MiB of the file front to back, as it reads a copying run's batches. In the
     /// victim's order (that of the writes that made them, random for random keys) a scan took a
     /// page-table walk and a cache miss per value: `readseq` at 1 KiB took 1.3-1.7x as long.
-    fn write_pending(&mut self) -> Result<()> {
-        self.pending.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-        for record in self.pending.drain(..) {
-            // Batches mean nothing here: a compacted segment is never replayed.
-            let rec = RecordRef {
-                seq: record.seq,
-                kind: record.kind,
-                key: &record.key,
-                value: &record.value,
-                prev: record.prev,
-            };
-            let len = encode_record(&mut self.buffer, &rec, true);
-            if len != record.pointer.len {
-                return Err(Error::InvalidArgument(format!(
-                    "record at offset {} of segment {} re-encodes to {len} bytes, not {}",
-                    record.pointer.offset, self.id, record.pointer.len
-                )));
-            }
-            self.kept.push((record.pointer.offset, len));
+    /// Their bytes stay as they were: a compacted segment is never replayed, so the batch-end
+    /// flags mean nothing there, and the checksums still hold.
+    fn write_pending(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let mut order: Vec<(&KeptRecords, &KeptRecord)> =
+            pending.iter().flat_map(|chunk| chunk.records.iter().map(move |r| (chunk, r))).collect();
+        order.sort_unstable_by(|(a, ra), (b, rb)| a.key(ra).cmp(b.key(rb)));
+        for (chunk, record) in order {
+            self.buffer.extend_from_slice(chunk.record(record));
+            self.kept.push((record.old_offset, record.len));
         }
         self.pending_bytes = 0;
-        Ok(())
     }
 
     fn write_buffer(&mut self) -> Result<()> {

@@ -65,7 +65,7 @@ use crate::vlog::remap::MAX_EXTENT;
 use crate::vlog::victim_scan::{
     relocate, scan_victim, scan_while_compacting, scan_while_relocating, Relocated, VictimScan,
 };
-use crate::vlog::ReplayedRecord;
+use crate::vlog::{KeptRecords, ReplayedRecord};
 
 /// Block size for hole punching: holes are aligned to it so the file system can free whole blocks.
 pub const PUNCH_BLOCK: u64 = 4096;
@@ -170,7 +170,7 @@ pub trait GcHost: Send + Sync {
     /// order, possibly still arriving from a scan on another thread) and syncs it, then makes
     /// the log durable, so that whatever made the other records dead survives a crash too (see
     /// `vlog::compact`). If nothing is kept, no file is left.
-    fn compact_segment(&self, id: SegmentId, kept: &mut dyn Iterator<Item = ReplayedRecord>) -> Result<()>;
+    fn compact_segment(&self, id: SegmentId, kept: &mut dyn Iterator<Item = KeptRecords>) -> Result<()>;
     /// Puts the compacted file of segment `id` in place of its old one, whose older readers
     /// are gone, and records that its garbage shadowed at or below `shadowed_by` is gone.
     fn install_compacted(&self, id: SegmentId, shadowed_by: SequenceNumber) -> Result<()>;
@@ -789,8 +789,8 @@ impl GarbageCollector {
 
         let mut live = Vec::new();
         let scan = if referenced {
-            scan_victim(fs, &path, &skipped, host, |record| {
-                live.push(record);
+            scan_victim(fs, &path, &skipped, host, |record, segment| {
+                live.push(record.to_replayed(segment));
                 true
             })?
         } else {
@@ -1127,7 +1127,7 @@ mod tests {
             self.segments.lock().retain(|(s, _)| s.id != id);
             Ok(())
         }
-        fn compact_segment(&self, _id: SegmentId, _kept: &mut dyn Iterator<Item = ReplayedRecord>) -> Result<()> {
+        fn compact_segment(&self, _id: SegmentId, _kept: &mut dyn Iterator<Item = KeptRecords>) -> Result<()> {
             unreachable!("these settings never compact in place")
         }
         fn install_compacted(&self, _id: SegmentId, _shadowed_by: SequenceNumber) -> Result<()> {

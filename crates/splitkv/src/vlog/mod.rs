@@ -31,6 +31,7 @@
 //! exactly like a crash; a buffer already handed to the flusher thread is written first.
 
 mod compact;
+pub use compact::KeptRecords;
 pub mod gc;
 pub mod live_map;
 mod moves;

@@ -366,17 +366,18 @@ impl SegmentScan {
 }
 
 impl SegmentScan {
-    /// The next record's offset and length, and the record itself if `keep` (given its kind,
-    /// key and pointer) wants it. GC keeps only the live records: copying out the dead ones'
-    /// values was most of its memory traffic.
-    pub fn next_kept(
+    /// The next record's offset and length; if `keep` (given its kind, key and pointer) wants
+    /// the record, also what `take` makes of it. GC keeps only the live records: copying out the
+    /// dead ones' values was most of its memory traffic.
+    pub(crate) fn next_kept<T>(
         &mut self,
         keep: impl FnOnce(RecordKind, &[u8], &ValuePointer) -> Result<bool>,
-    ) -> Option<Result<(u64, u32, Option<ReplayedRecord>)>> {
+        take: impl FnOnce(&CursorRecord<'_>, SegmentId) -> T,
+    ) -> Option<Result<(u64, u32, Option<T>)>> {
         self.step(|rec, id| {
             let pointer = ValuePointer { segment: id, offset: rec.offset, len: rec.bytes.len() as u32 };
             let (key, _) = rec.header.key_and_value(rec.bytes).unwrap_or_default();
-            let kept = keep(rec.header.kind, key, &pointer)?.then(|| rec.to_replayed(id));
+            let kept = keep(rec.header.kind, key, &pointer)?.then(|| take(rec, id));
             Ok((rec.offset, pointer.len, kept))
         })
     }

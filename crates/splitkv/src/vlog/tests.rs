@@ -894,3 +894,43 @@ fn a_prev_that_is_not_before_the_batch_is_refused_and_writes_nothing() {
     let ok = append(&log, &[put(2, "k", b"w").with_prev(first[0])]);
     assert_eq!(log.read_record(&ok[0]).unwrap().prev, Some(first[0]));
 }
+
+/// A compacted segment keeps its records' bytes as they were, batch-end flags and checksums
+/// included (a compacted segment is never replayed), sorted by key, and every kept pointer reads
+/// its value through the offset map.
+#[test]
+fn a_compacted_segment_keeps_its_records_bytes_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = os();
+    let log = ValueLog::open(fs.clone(), dir.path(), opts(1 << 20, 1024)).unwrap();
+    // One batch of three: only its last record carries the batch-end flag.
+    let ptrs = append(&log, &[put(1, "c", &[3; 700]), put(2, "a", &[1; 900]), put(3, "b", &[2; 800])]);
+    log.seal_active().unwrap();
+    let path = segment_file(dir.path(), SegmentId(1));
+    let original = std::fs::read(&path).unwrap();
+    let bytes_of = |file: &[u8], at: u64, len: u32| file[at as usize..(at + u64::from(len)) as usize].to_vec();
+
+    // Keep "c" and "a" (dropping "b"), as a scan that found them live would hand them over.
+    let mut kept = KeptRecords::default();
+    let mut scan = scan_segment(fs.as_ref(), &path, &[]).unwrap();
+    while let Some(item) = scan.next_kept(|_, key, _| Ok(key != b"b"), |rec, id| kept.push(rec, id)) {
+        item.unwrap();
+    }
+    assert_eq!(kept.len(), 2);
+    let mut file = log.begin_compacted(SegmentId(1)).unwrap();
+    file.push(kept).unwrap();
+    file.finish().unwrap();
+    log.install_compacted(SegmentId(1)).unwrap();
+
+    let compacted = std::fs::read(&path).unwrap();
+    let header = SEGMENT_HEADER_LEN;
+    // "a" first (sorted by key), then "c"; each the original record's bytes, flags included.
+    let a = bytes_of(&original, ptrs[1].offset, ptrs[1].len);
+    let c = bytes_of(&original, ptrs[0].offset, ptrs[0].len);
+    assert_eq!(bytes_of(&compacted, header, ptrs[1].len), a);
+    assert_eq!(bytes_of(&compacted, header + u64::from(ptrs[1].len), ptrs[0].len), c);
+    assert_eq!(c[17] & FLAG_BATCH_END, 0, "the first record of the batch had no batch-end flag");
+    assert_eq!(&log.read(&ptrs[1], b"a").unwrap()[..], &[1; 900][..]);
+    assert_eq!(&log.read(&ptrs[0], b"c").unwrap()[..], &[3; 700][..]);
+    assert!(log.read(&ptrs[2], b"b").unwrap_err().is_corruption(), "a dropped record is gone");
+}

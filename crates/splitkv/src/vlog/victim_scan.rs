@@ -23,11 +23,13 @@ use std::time::{Duration, Instant};
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::types::{SegmentId, SequenceNumber, ValuePointer};
+use crate::vlog::compact::KeptRecords;
 use crate::vlog::gc::GcHost;
+use crate::vlog::segment::CursorRecord;
 use crate::vlog::{scan_segment, RecordKind, ReplayedRecord};
 
-/// Value bytes per message from the scanning thread: small enough that relocation starts soon
-/// after the scan does, large enough that the channel is not where the time goes.
+/// Bytes per message from the scanning thread: small enough that relocation starts soon after
+/// the scan does, large enough that the channel is not where the time goes.
 const CHUNK_BYTES: usize = 256 << 10;
 
 /// Messages the channel holds before the scan waits for relocation to catch up.
@@ -65,7 +67,7 @@ pub(super) fn scan_victim(
     path: &Path,
     skipped: &[(u64, u64)],
     host: &dyn GcHost,
-    mut on_live: impl FnMut(ReplayedRecord) -> bool,
+    mut on_live: impl FnMut(&CursorRecord<'_>, SegmentId) -> bool,
 ) -> Result<VictimScan> {
     let started = Instant::now();
     let mut scan = VictimScan::default();
@@ -73,15 +75,12 @@ pub(super) fn scan_victim(
     let is_live = |kind, key: &[u8], pointer: &ValuePointer| -> Result<bool> {
         Ok(matches!(kind, RecordKind::Put | RecordKind::Moved) && host.is_current(key, pointer)?)
     };
-    while let Some(item) = records.next_kept(is_live) {
+    while let Some(item) = records.next_kept(is_live, &mut on_live) {
         let (offset, len, live) = item?;
         scan.bytes_read += u64::from(len);
         match live {
-            Some(record) => {
-                if !on_live(record) {
-                    break;
-                }
-            }
+            Some(true) => {}
+            Some(false) => break,
             None => scan.dead.push((offset, u64::from(len))),
         }
     }
@@ -96,7 +95,8 @@ pub(super) fn relocate(
     records: Vec<ReplayedRecord>,
     current_at: SequenceNumber,
 ) -> Result<Relocated> {
-    relocate_arrivals(host, &mut Arrivals::new(records, None), current_at)
+    let value_bytes = records.iter().map(|r| r.value.len()).sum();
+    relocate_arrivals(host, &mut Arrivals::new(vec![Decoded { records, value_bytes }], None), current_at)
 }
 
 /// Scans the victim on a helper thread while this thread relocates its live records as they
@@ -122,7 +122,7 @@ pub(super) fn scan_while_compacting(
     victim: SegmentId,
     host: &dyn GcHost,
 ) -> Result<(VictimScan, Relocated)> {
-    scan_while(fs, path, &[], host, |arrivals| {
+    scan_while(fs, path, &[], host, |arrivals: &mut Arrivals<KeptRecords>| {
         let started = Instant::now();
         host.compact_segment(victim, arrivals)?;
         Ok(Relocated {
@@ -134,34 +134,31 @@ pub(super) fn scan_while_compacting(
     })
 }
 
-/// Scans the victim on a helper thread, sending its live records in chunks to `consume` on this
-/// thread.
-fn scan_while<T>(
+/// Scans the victim on a helper thread, which adds its live records to chunks and sends them
+/// on, [`CHUNK_BYTES`] or so at a time, to `consume` on this thread.
+fn scan_while<C: Chunk, T>(
     fs: &dyn FileSystem,
     path: &Path,
     skipped: &[(u64, u64)],
     host: &dyn GcHost,
-    consume: impl FnOnce(&mut Arrivals) -> Result<T>,
+    consume: impl FnOnce(&mut Arrivals<C>) -> Result<T>,
 ) -> Result<(VictimScan, T)> {
     std::thread::scope(|scope| {
-        let (sender, receiver) = sync_channel::<Vec<ReplayedRecord>>(CHANNEL_CHUNKS);
+        let (sender, receiver) = sync_channel::<C>(CHANNEL_CHUNKS);
         let scanner = std::thread::Builder::new().name("splitkv-gc-scan".into()).spawn_scoped(scope, move || {
-            let mut chunk = Vec::new();
-            let mut chunk_bytes = 0;
+            let mut chunk = C::with_room();
             let mut waited = Duration::ZERO;
-            let scan = scan_victim(fs, path, skipped, host, |record| {
-                chunk_bytes += record.value.len();
-                chunk.push(record);
-                chunk_bytes < CHUNK_BYTES || {
-                    chunk_bytes = 0;
+            let scan = scan_victim(fs, path, skipped, host, |record, segment| {
+                chunk.add(record, segment);
+                chunk.size() < CHUNK_BYTES || {
                     let sending_since = Instant::now();
-                    let sent = sender.send(std::mem::take(&mut chunk)).is_ok();
+                    let sent = sender.send(std::mem::replace(&mut chunk, C::with_room())).is_ok();
                     waited += sending_since.elapsed();
                     sent
                 }
             });
-            if !chunk.is_empty() {
-                // A closed channel means relocation failed; its error is reported instead.
+            if chunk.records() > 0 {
+                // A closed channel means the consumer failed; its error is reported instead.
                 let _ = sender.send(chunk);
             }
             scan.map(|scan| VictimScan { time: scan.time.saturating_sub(waited), ..scan })
@@ -176,9 +173,13 @@ fn scan_while<T>(
     })
 }
 
-fn relocate_arrivals(host: &dyn GcHost, arrivals: &mut Arrivals, current_at: SequenceNumber) -> Result<Relocated> {
+fn relocate_arrivals(
+    host: &dyn GcHost,
+    arrivals: &mut Arrivals<Decoded>,
+    current_at: SequenceNumber,
+) -> Result<Relocated> {
     let started = Instant::now();
-    let seq = host.relocate(arrivals, current_at)?;
+    let seq = host.relocate(&mut arrivals.flat_map(|chunk| chunk.records), current_at)?;
     Ok(Relocated {
         seq,
         records: arrivals.records,
@@ -187,37 +188,106 @@ fn relocate_arrivals(host: &dyn GcHost, arrivals: &mut Arrivals, current_at: Seq
     })
 }
 
-/// Live records on their way to relocation: those at hand, then (if there is a scanning thread)
-/// what it sends; with counts of what passed and of the time spent waiting for it.
-struct Arrivals {
-    at_hand: std::vec::IntoIter<ReplayedRecord>,
-    receiver: Option<Receiver<Vec<ReplayedRecord>>>,
+/// A batch of live records a scan passes on: decoded ones to relocate ([`Decoded`]), or the
+/// records' bytes for a compacted file ([`KeptRecords`]).
+trait Chunk: Default + Send {
+    /// An empty chunk, with room for what the scan puts in one.
+    fn with_room() -> Self {
+        Self::default()
+    }
+    /// Adds a live record of `segment`.
+    fn add(&mut self, record: &CursorRecord<'_>, segment: SegmentId);
+    /// Bytes held, what the scan sends chunks by.
+    fn size(&self) -> usize;
+    /// Records held.
+    fn records(&self) -> u64;
+    /// Bytes of their values.
+    fn value_bytes(&self) -> u64;
+}
+
+/// Live records decoded for relocation, which writes each key and value again.
+#[derive(Default)]
+struct Decoded {
+    records: Vec<ReplayedRecord>,
+    value_bytes: usize,
+}
+
+impl Chunk for Decoded {
+    fn add(&mut self, record: &CursorRecord<'_>, segment: SegmentId) {
+        let record = record.to_replayed(segment);
+        self.value_bytes += record.value.len();
+        self.records.push(record);
+    }
+
+    fn size(&self) -> usize {
+        self.value_bytes
+    }
+
+    fn records(&self) -> u64 {
+        self.records.len() as u64
+    }
+
+    fn value_bytes(&self) -> u64 {
+        self.value_bytes as u64
+    }
+}
+
+impl Chunk for KeptRecords {
+    fn with_room() -> Self {
+        // Grown from nothing, its bytes were copied about twice over on the way to a chunk.
+        KeptRecords::with_capacity(CHUNK_BYTES + (16 << 10))
+    }
+
+    fn add(&mut self, record: &CursorRecord<'_>, segment: SegmentId) {
+        self.push(record, segment);
+    }
+
+    fn size(&self) -> usize {
+        self.record_bytes()
+    }
+
+    fn records(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn value_bytes(&self) -> u64 {
+        KeptRecords::value_bytes(self)
+    }
+}
+
+/// Chunks of live records on their way to relocation or compaction: those at hand, then (if
+/// there is a scanning thread) what it sends; with counts of what passed and of the time spent
+/// waiting for it.
+struct Arrivals<C> {
+    at_hand: std::vec::IntoIter<C>,
+    receiver: Option<Receiver<C>>,
     records: u64,
     bytes: u64,
     waited: Duration,
 }
 
-impl Arrivals {
-    fn new(at_hand: Vec<ReplayedRecord>, receiver: Option<Receiver<Vec<ReplayedRecord>>>) -> Self {
+impl<C: Chunk> Arrivals<C> {
+    fn new(at_hand: Vec<C>, receiver: Option<Receiver<C>>) -> Self {
         Arrivals { at_hand: at_hand.into_iter(), receiver, records: 0, bytes: 0, waited: Duration::ZERO }
     }
 }
 
-impl Iterator for Arrivals {
-    type Item = ReplayedRecord;
+impl<C: Chunk> Iterator for Arrivals<C> {
+    type Item = C;
 
-    fn next(&mut self) -> Option<ReplayedRecord> {
-        loop {
-            if let Some(record) = self.at_hand.next() {
-                self.records += 1;
-                self.bytes += record.value.len() as u64;
-                return Some(record);
+    fn next(&mut self) -> Option<C> {
+        let chunk = match self.at_hand.next() {
+            Some(chunk) => chunk,
+            None => {
+                let waiting_since = Instant::now();
+                let next = self.receiver.as_ref()?.recv();
+                self.waited += waiting_since.elapsed();
+                // Disconnected: the scan has ended and everything it sent has arrived.
+                next.ok()?
             }
-            let waiting_since = Instant::now();
-            let next = self.receiver.as_ref()?.recv();
-            self.waited += waiting_since.elapsed();
-            // Disconnected: the scan has ended and everything it sent has arrived.
-            self.at_hand = next.ok()?.into_iter();
-        }
+        };
+        self.records += chunk.records();
+        self.bytes += chunk.value_bytes();
+        Some(chunk)
     }
 }
