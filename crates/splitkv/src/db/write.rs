@@ -316,8 +316,9 @@ impl DbInner {
     /// no write queue: for an index that applies groups concurrently, the queue's group commit
     /// only orders appends, which the log-order lock does as well. With two writer threads the
     /// queue cost each write five lock round trips between the cores (join, gather, hand over,
-    /// result, wake) and a spin while the other thread led; here it takes the log-order lock and
-    /// the publication lock once each. A sync write still queues: a group shares one sync.
+    /// result, wake) and a spin while the other thread led; here it takes the log-order lock
+    /// once and the publication lock twice (register, publish). A sync write still queues: a
+    /// group shares one sync.
     fn commit_unqueued(&self, write: &PendingWrite) -> Result<SequenceNumber> {
         self.commit_beside_others(false, || {
             Ok(smallvec::smallvec![(self.batch_records(&write.batch, None)?, Payload::of(&write.batch))])
@@ -351,8 +352,9 @@ impl DbInner {
     /// are published in sequence order. Returns the first sequence number of the first batch.
     ///
     /// `batches` runs before the log-order lock is taken, so it may look up predecessors only
-    /// where nobody else writes the keys meanwhile (a shard's worker), or where the index names
-    /// none ([`Index::applies_groups_concurrently`]).
+    /// where nobody else writes the keys meanwhile (a shard's worker: the queue's groups, which
+    /// may write its keys too, lead alone behind the commit gate), or where the index names none
+    /// ([`Index::applies_groups_concurrently`]).
     fn commit_beside_others<'a>(
         &self,
         sync: bool,
