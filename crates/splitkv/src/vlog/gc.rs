@@ -875,9 +875,11 @@ impl GarbageCollector {
             return Ok(None);
         }
         let Some(partner) = self.pick(host, false, None)? else { return Ok(None) };
-        let may_punch = self.may_punch(host, fs, &segment_file(dir, partner.id), &partner)?;
         let referenced = host.may_be_referenced(partner.id);
-        let qualifies = self.compacts_in_place(&partner, referenced, &host.skipped_ranges(partner.id), may_punch);
+        // Whether it would be punched asks the file system (a checkpoint's hard link): only for a
+        // segment the in-memory conditions have not already ruled out.
+        let qualifies = self.compacts_in_place(&partner, referenced, &host.skipped_ranges(partner.id), false)
+            && !self.may_punch(host, fs, &segment_file(dir, partner.id), &partner)?;
         if !qualifies || !host.begin_collecting(partner.id) {
             return Ok(None);
         }

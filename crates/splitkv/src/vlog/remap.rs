@@ -279,18 +279,24 @@ mod tests {
         assert_eq!(Remap::decode(&bytes, start + 96 + bytes.len() as u64), Ok(remap));
     }
 
+    /// `(offset, length)` of `count` records laid out back to back after the segment header,
+    /// record `i` `len(i)` bytes long, and where the last one ends.
+    fn laid_out(count: u64, len: impl Fn(u64) -> u32) -> (Vec<(u64, u32)>, u64) {
+        let mut records = Vec::new();
+        let mut at = SEGMENT_HEADER_LEN;
+        for i in 0..count {
+            records.push((at, len(i)));
+            at += u64::from(len(i));
+        }
+        (records, at)
+    }
+
     #[test]
     fn every_kept_record_is_found_through_its_bucket_and_nothing_else_is() {
         // Records of 1,000 to 1,500 bytes, every third one dropped: buckets of 0 to 4 records,
         // records that start in one bucket and end in the next, and an empty tail.
-        let mut all = Vec::new();
-        let mut at = SEGMENT_HEADER_LEN;
-        for i in 0..400u64 {
-            let len = 1000 + (i * 37 % 500) as u32;
-            all.push((at, len));
-            at += u64::from(len);
-        }
-        let extent = at + 50_000;
+        let (all, end) = laid_out(400, |i| 1000 + (i * 37 % 500) as u32);
+        let extent = end + 50_000;
         let kept: Vec<(u64, u32)> =
             all.iter().copied().enumerate().filter(|(i, _)| i % 3 != 1).map(|(_, r)| r).collect();
         let remap = Remap::new(extent, &kept);
@@ -312,21 +318,14 @@ mod tests {
     fn records_in_a_shuffled_file_order_are_found_both_ways() {
         // 500 records of 100 to 2,000 bytes, every fourth dropped, the rest written in an order
         // unrelated to their old offsets (as a compaction sorted by key writes them).
-        let mut old = Vec::new();
-        let mut at = SEGMENT_HEADER_LEN;
-        for i in 0..500u64 {
-            let len = 100 + (i * 7919 % 1900) as u32;
-            if i % 4 != 3 {
-                old.push((at, len));
-            }
-            at += u64::from(len);
-        }
-        let mut kept = old.clone();
+        let (all, end) = laid_out(500, |i| 100 + (i * 7919 % 1900) as u32);
+        let mut kept: Vec<(u64, u32)> =
+            all.iter().copied().enumerate().filter(|(i, _)| i % 4 != 3).map(|(_, r)| r).collect();
         for i in 0..kept.len() {
             let j = (i * 104_729 + 17) % kept.len();
             kept.swap(i, j);
         }
-        let remap = Remap::new(at, &kept);
+        let remap = Remap::new(end, &kept);
         assert_eq!(remap.check(), Ok(()));
         let mut position = SEGMENT_HEADER_LEN;
         for &(offset, len) in &kept {

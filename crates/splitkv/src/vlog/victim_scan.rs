@@ -125,12 +125,7 @@ pub(super) fn scan_while_compacting(
     scan_while(fs, path, &[], host, |arrivals: &mut Arrivals<KeptRecords>| {
         let started = Instant::now();
         host.compact_segment(victim, arrivals)?;
-        Ok(Relocated {
-            seq: SequenceNumber(0),
-            records: arrivals.records,
-            bytes: arrivals.bytes,
-            time: started.elapsed().saturating_sub(arrivals.waited),
-        })
+        Ok(arrivals.relocated(SequenceNumber(0), started))
     })
 }
 
@@ -180,12 +175,7 @@ fn relocate_arrivals(
 ) -> Result<Relocated> {
     let started = Instant::now();
     let seq = host.relocate(&mut arrivals.flat_map(|chunk| chunk.records), current_at)?;
-    Ok(Relocated {
-        seq,
-        records: arrivals.records,
-        bytes: arrivals.bytes,
-        time: started.elapsed().saturating_sub(arrivals.waited),
-    })
+    Ok(arrivals.relocated(seq, started))
 }
 
 /// A batch of live records a scan passes on: decoded ones to relocate ([`Decoded`]), or the
@@ -269,6 +259,12 @@ struct Arrivals<C> {
 impl<C: Chunk> Arrivals<C> {
     fn new(at_hand: Vec<C>, receiver: Option<Receiver<C>>) -> Self {
         Arrivals { at_hand: at_hand.into_iter(), receiver, records: 0, bytes: 0, waited: Duration::ZERO }
+    }
+
+    /// What passed, for a consumer that began at `started` and ended with `seq`: its time not
+    /// counting the waits for the scan.
+    fn relocated(&self, seq: SequenceNumber, started: Instant) -> Relocated {
+        Relocated { seq, records: self.records, bytes: self.bytes, time: started.elapsed().saturating_sub(self.waited) }
     }
 }
 
