@@ -34,11 +34,12 @@ mod survey;
 use std::collections::HashSet;
 use std::ops::Bound;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use self::read::ReadFor;
@@ -143,7 +144,13 @@ struct Shared {
     work_cv: Condvar,
     /// Signals writers and waiters: a flush or compaction finished.
     done_cv: Condvar,
-    super_version: RwLock<Arc<SuperVersion>>,
+    /// What readers and writers see, swapped whole (RCU): a writer reads it on every put (which
+    /// memtable, whether room is due), and with a lock or a reference count there each put
+    /// bounced that cache line between the writers' cores.
+    super_version: ArcSwap<SuperVersion>,
+    /// Set with `State::bg_error` or `State::shutting_down`, for `room_due` to read without the
+    /// state lock.
+    writes_halted: AtomicBool,
     /// Shared by running background compactions, exclusive for a manual compaction and for a
     /// garbage survey, so neither overlaps one.
     compaction_lock: RwLock<()>,
@@ -213,7 +220,8 @@ impl LsmIndex {
             }),
             work_cv: Condvar::new(),
             done_cv: Condvar::new(),
-            super_version: RwLock::new(super_version),
+            super_version: ArcSwap::new(super_version),
+            writes_halted: AtomicBool::new(false),
             compaction_lock: RwLock::new(()),
             listener: options.compaction_listener.clone(),
             pick_settings: scheduler::pick_settings(&options),
@@ -256,14 +264,20 @@ impl Drop for LsmIndex {
 
 impl Shared {
     fn super_version(&self) -> Arc<SuperVersion> {
-        Arc::clone(&self.super_version.read())
+        self.super_version.load_full()
+    }
+
+    /// The current `SuperVersion` for a short look (a put, a point read): no reference count
+    /// taken, so no cache line shared with other threads is written.
+    fn current(&self) -> arc_swap::Guard<Arc<SuperVersion>> {
+        self.super_version.load()
     }
 
     /// Publishes the memtables of `state` with the catalog's current version to readers.
     fn install_super_version(&self, state: &State) {
         let version = self.catalog.lock().current();
         let sv = SuperVersion::new(Arc::clone(&state.mem), state.imm.clone(), version, Arc::clone(&state.recent));
-        *self.super_version.write() = Arc::new(sv);
+        self.super_version.store(Arc::new(sv));
     }
 
     /// The options for a table about to be written: an adaptive index-block kind is resolved by
@@ -317,6 +331,7 @@ impl Shared {
     fn set_bg_error(&self, state: &mut State, err: &Error) {
         if state.bg_error.is_none() {
             state.bg_error = Some(err.to_string());
+            self.writes_halted.store(true, Ordering::Release);
             log_event!(self.info_log, tracing::Level::ERROR, error = %err, "background error: writes stop until reopen");
         }
         self.done_cv.notify_all();
@@ -331,7 +346,10 @@ impl Index for LsmIndex {
     }
 
     fn apply(&self, records: &[IndexRecord<'_>]) {
-        let mem = Arc::clone(&self.shared.state.lock().mem);
+        // The super version's memtable is the active one: the only switch (`make_room`) runs
+        // with no group being applied (the database's commit gate) and installs a new one.
+        let sv = self.shared.current();
+        let mem = &sv.mem;
         for (i, r) in records.iter().enumerate() {
             if r.log_bytes_die_with_index() {
                 mem.note_log_garbage(r.log_pointer.segment, u64::from(r.log_pointer.len));
@@ -360,15 +378,14 @@ impl Index for LsmIndex {
     }
 
     /// True when `make_room` would fail, freeze the memtable or hold the writer back.
+    /// Reads no lock: every writer asks, once per group.
     fn room_due(&self) -> bool {
         let s = &self.shared;
         let o = &s.options;
-        let state = s.state.lock();
-        let l0 = s.super_version().version.l0_depth();
-        state.bg_error.is_some()
-            || state.shutting_down
-            || state.mem.approximate_bytes() >= o.write_buffer_size
-            || l0 >= o.level0_slowdown_writes_trigger.min(o.level0_stop_writes_trigger)
+        let sv = s.current();
+        s.writes_halted.load(Ordering::Acquire)
+            || sv.mem.approximate_bytes() >= o.write_buffer_size
+            || sv.version.l0_depth() >= o.level0_slowdown_writes_trigger.min(o.level0_stop_writes_trigger)
     }
 
     fn make_room(&self, force: bool) -> Result<()> {
@@ -462,7 +479,7 @@ impl Index for LsmIndex {
     }
 
     fn unchanged_since(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
-        let sv = self.shared.super_version();
+        let sv = self.shared.current();
         // Every write newer than `seq` is in a memtable or a recently flushed one, whose filters
         // know its keys (unless it is too old to be remembered).
         sv.memtables().all(|m| !m.may_have_touched(user_key)) && !sv.recent.may_have_touched_since(user_key, seq)
@@ -636,6 +653,7 @@ impl Index for LsmIndex {
         {
             let mut state = self.shared.state.lock();
             state.shutting_down = true;
+            self.shared.writes_halted.store(true, Ordering::Release);
             self.shared.work_cv.notify_all();
             self.shared.done_cv.notify_all();
         }

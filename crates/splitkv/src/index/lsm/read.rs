@@ -65,7 +65,7 @@ impl Shared {
         // The view first, then the sequence number (`ReadAt::Latest`): the view keeps every
         // version it holds readable whatever flushes and compactions do meanwhile, and what it
         // lacks is newer than it.
-        let sv = self.super_version();
+        let sv = self.current();
         let seq = at.resolve();
         // Versions below the newest range delete over the key are gone for this reader.
         let mut hidden_below = sv.version.range_fragments().covering(user_key, seq);
