@@ -27,7 +27,7 @@ use quanta::Instant;
 #[derive(Debug, Default)]
 pub struct Counters {
     /// Key + value bytes of user writes.
-    pub user_bytes_written: AtomicU64,
+    pub user_bytes_written: StripedCounter,
     /// Bytes written to SSTables by flushes.
     pub flush_bytes_written: AtomicU64,
     /// Bytes written to SSTables by compactions.
@@ -63,13 +63,13 @@ pub struct Counters {
     /// write touched its key since (counted like `gc_lookups_skipped`).
     pub gc_lookups_proven_live: AtomicU64,
     /// Point lookups served.
-    pub gets: AtomicU64,
+    pub gets: StripedCounter,
     /// Keys written by users (puts and deletes), for the adaptive index's write intensity.
-    pub keys_written: AtomicU64,
+    pub keys_written: StripedCounter,
     /// Value-log reads made to resolve pointers.
-    pub vlog_reads: AtomicU64,
+    pub vlog_reads: StripedCounter,
     /// SSTables consulted by point lookups (for read amplification).
-    pub tables_probed: AtomicU64,
+    pub tables_probed: StripedCounter,
     /// SSTables dropped whole because a range delete covered them.
     pub tables_dropped_by_range_deletes: AtomicU64,
     /// Calls of `DbIterator::next` by cursors dropped so far.
@@ -188,6 +188,36 @@ impl Default for LatencyHistogram {
 impl fmt::Debug for LatencyHistogram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.snapshot(), f)
+    }
+}
+
+/// A counter that threads on several cores add to on every operation: one cache line per
+/// stripe (chosen per thread, as the histograms' are), so that two writers adding the bytes they
+/// wrote do not take turns owning one line. A read sums the stripes.
+#[derive(Default)]
+pub struct StripedCounter {
+    stripes: [PaddedCounter; STRIPES],
+}
+
+#[derive(Default)]
+#[repr(align(128))]
+struct PaddedCounter(AtomicU64);
+
+impl StripedCounter {
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        self.stripes[my_stripe()].0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The sum of every add so far (adds racing with the read may be half-seen).
+    pub fn get(&self) -> u64 {
+        self.stripes.iter().map(|s| s.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
+impl fmt::Debug for StripedCounter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.get(), f)
     }
 }
 
@@ -632,7 +662,7 @@ pub struct HashTableStats {
 
 impl Stats {
     pub(crate) fn fill_counters(&mut self, c: &Counters) {
-        self.user_bytes_written = Counters::get(&c.user_bytes_written);
+        self.user_bytes_written = c.user_bytes_written.get();
         self.flush_bytes_written = Counters::get(&c.flush_bytes_written);
         self.compaction_bytes_written = Counters::get(&c.compaction_bytes_written);
         self.compaction_bytes_read = Counters::get(&c.compaction_bytes_read);
@@ -649,9 +679,9 @@ impl Stats {
         self.gc_relocate_micros = Counters::get(&c.gc_relocate_micros);
         self.gc_lookups_skipped = Counters::get(&c.gc_lookups_skipped);
         self.gc_lookups_proven_live = Counters::get(&c.gc_lookups_proven_live);
-        self.gets = Counters::get(&c.gets);
-        self.vlog_reads = Counters::get(&c.vlog_reads);
-        self.tables_probed = Counters::get(&c.tables_probed);
+        self.gets = c.gets.get();
+        self.vlog_reads = c.vlog_reads.get();
+        self.tables_probed = c.tables_probed.get();
         self.tables_dropped_by_range_deletes = Counters::get(&c.tables_dropped_by_range_deletes);
         self.iter_nexts = Counters::get(&c.iter_nexts);
         let put = c.latency.put.snapshot();

@@ -105,7 +105,7 @@ impl DbInner {
         // Before the write path: a GC run takes its lock first and then writes.
         let _no_gc = self.gc.hold_runs();
         let (captured, snapshot, version) = {
-            let _alone = self.commit_gate.write();
+            let _alone = self.commit_gate.alone();
             self.check_poisoned()?;
             self.vlog.flush_buffer()?;
             let head = self.vlog.head();

@@ -301,8 +301,8 @@ impl DbInner {
     /// versions shadowed before the oldest open snapshot, or before now if there is none.
     pub(super) fn survey_garbage(&self) -> Result<()> {
         let started = std::time::Instant::now();
-        let separated_written = self.separated_bytes_written.load(Ordering::Relaxed);
-        let user_written = self.counters.user_bytes_written.load(Ordering::Relaxed);
+        let separated_written = self.separated_bytes_written.get();
+        let user_written = self.counters.user_bytes_written.get();
         let now = SequenceNumber(self.last_sequence.load(Ordering::Acquire));
         let horizon = self.snapshots.oldest().map_or(now, |oldest| oldest.min(now));
         let applied_before = SegmentId(self.applied_segment.load(Ordering::Acquire));
@@ -397,7 +397,7 @@ impl DbInner {
         }
         let SurveyMark { separated_written, horizon, held_back, growth, .. } = *self.last_survey.lock();
         // Inline values and deletes become garbage at flush, which counts them itself.
-        let written = self.separated_bytes_written.load(Ordering::Relaxed).saturating_sub(separated_written);
+        let written = self.separated_bytes_written.get().saturating_sub(separated_written);
         // A survey walks every key: spacing them by a share of the log keeps their cost a fixed
         // fraction of the writes, while garbage stays known within that share. An eighth since
         // surveys prefetch their marks, which halved their cost. What a survey finds is garbage,
@@ -586,7 +586,7 @@ impl GcHost for DbInner {
         }
         // Garbage made since the survey is not counted yet: extrapolate the survey's live bytes
         // at the rate writes have been adding live data, never beyond what is not known garbage.
-        let since = self.counters.user_bytes_written.load(Ordering::Relaxed).saturating_sub(mark.user_written);
+        let since = self.counters.user_bytes_written.get().saturating_sub(mark.user_written);
         (mark.live + (since as f64 * mark.growth) as u64).min(counted)
     }
 

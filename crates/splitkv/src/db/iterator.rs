@@ -406,7 +406,7 @@ impl DbIterator {
             }
         };
         let read_ahead = window.take_value(request, &self.db.vlog);
-        Counters::add(&self.db.counters.vlog_reads, 1);
+        self.db.counters.vlog_reads.add(1);
         let value = match read_ahead {
             Some(value) => value,
             // The read ahead failed: a plain read gives the value or the real error.

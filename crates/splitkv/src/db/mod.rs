@@ -38,6 +38,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 mod checkpoint;
+mod commit_gate;
 mod completion;
 mod gc_host;
 mod iterator;
@@ -53,6 +54,7 @@ mod shards;
 mod spin_wait;
 mod write;
 
+use self::commit_gate::CommitGate;
 pub use checkpoint::CheckpointInfo;
 pub use completion::Completion;
 
@@ -70,7 +72,7 @@ use crate::info_log::{log_event, InfoLog};
 use crate::iter::db_iter::DbIter;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
-use crate::stats::{Counters, SegmentStatsReport, Stats};
+use crate::stats::{Counters, SegmentStatsReport, Stats, StripedCounter};
 use crate::types::{SequenceNumber, ValuePointer};
 use crate::version::Catalog;
 use crate::vlog::gc::{GarbageCollector, GcOutcome};
@@ -108,7 +110,9 @@ struct DbInner {
     writers: Mutex<VecDeque<Arc<PendingWrite>>>,
     /// Shard workers commit holding it shared; the group-commit leader, and a worker that
     /// checkpoints, hold it exclusively, so that they run while nothing is appended or applying.
-    commit_gate: RwLock<()>,
+    /// Every plain write takes it shared: sharded, so that writers on different cores each take
+    /// a lock word of their own rather than all adding to one.
+    commit_gate: CommitGate,
     /// The last sequence number given to an appended record; held while appending, which orders
     /// the log. Equals `last_sequence` whenever no shard worker's group awaits publication.
     log_order: Mutex<u64>,
@@ -131,7 +135,7 @@ struct DbInner {
     survey_maps: Mutex<SurveyMaps>,
     /// Log bytes of records whose value is separated (user writes and GC relocations): only
     /// those can become garbage that a survey finds, so they schedule surveys.
-    separated_bytes_written: AtomicU64,
+    separated_bytes_written: StripedCounter,
     /// Log bytes written when writers last measured the log against its space limits, and
     /// whether it was over one.
     space_checked_at: AtomicU64,
@@ -529,7 +533,7 @@ impl DbInner {
     /// The value of `key` visible at `snapshot` (a registered snapshot's sequence number), or
     /// now if `None`.
     fn get_at(&self, key: &[u8], snapshot: Option<SequenceNumber>, fill_cache: bool) -> Result<Option<Bytes>> {
-        Counters::add(&self.counters.gets, 1);
+        self.counters.gets.add(1);
         let _no_segment_release = self.gc_barrier.read();
         // "Now" is read under the barrier: GC publishes its relocations before it takes the
         // barrier to free what they replaced, so a read that began earlier is waited out and one
@@ -544,7 +548,7 @@ impl DbInner {
     }
 
     fn read_pointer(&self, ptr: &ValuePointer, key: &[u8]) -> Result<Bytes> {
-        Counters::add(&self.counters.vlog_reads, 1);
+        self.counters.vlog_reads.add(1);
         self.vlog.read(ptr, key)
     }
 

@@ -48,7 +48,6 @@ use crate::error::{Error, Result};
 use crate::index::{IndexValue, ReadAt};
 use crate::options::ReadOptions;
 use crate::snapshot::Snapshot;
-use crate::stats::Counters;
 use crate::types::SequenceNumber;
 use crate::vlog::prefetch::{plan_reads, take_memory_batch, ReadPath, ValueRequest};
 
@@ -204,7 +203,7 @@ impl DbInner {
         keys: &[&[u8]],
         refuse_reserved: bool,
     ) -> MultiGetResult {
-        Counters::add(&self.counters.gets, keys.len() as u64);
+        self.counters.gets.add(keys.len() as u64);
         // Stable, so each distinct key's first position comes first among its duplicates.
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
@@ -304,7 +303,7 @@ impl DbInner {
     /// read on the prefetch pool after their loads are started; the rest, and any a prefetch
     /// could not deliver, are read here by [`ValueLog::read`](crate::vlog::ValueLog::read).
     fn read_values(&self, keys: Bytes, requests: Vec<ValueRequest>) -> Vec<Result<Bytes>> {
-        Counters::add(&self.counters.vlog_reads, requests.len() as u64);
+        self.counters.vlog_reads.add(requests.len() as u64);
         let requests: Arc<[ValueRequest]> = requests.into();
         // One value has nothing to overlap with: read it here, as `get` would.
         let uncached = if requests.len() > 1 {

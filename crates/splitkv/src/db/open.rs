@@ -31,6 +31,7 @@ use std::time::Instant;
 use parking_lot::{Condvar, Mutex, RwLock};
 use tracing::Level;
 
+use super::commit_gate::CommitGate;
 use super::gc_host::{SurveyMaps, SurveyMark};
 use super::keyspace::Keyspaces;
 use super::publish::PublishOrder;
@@ -44,7 +45,7 @@ use crate::info_log::{log_event, InfoLog};
 use crate::options::{GcPolicyKind, IndexKind, Options};
 use crate::options_file::{check_shape, write_options_file};
 use crate::snapshot::SnapshotList;
-use crate::stats::{Counters, LatencyHistograms};
+use crate::stats::{Counters, LatencyHistograms, StripedCounter};
 use crate::types::{FileNumber, LogPosition, SegmentId};
 use crate::version::{Catalog, VersionSet};
 use crate::vlog::gc::{
@@ -333,7 +334,7 @@ impl Recovered {
             read_ahead_bytes: Arc::default(),
             point_values_cached: AtomicBool::new(false),
             writers: Mutex::new(VecDeque::new()),
-            commit_gate: RwLock::new(()),
+            commit_gate: CommitGate::default(),
             log_order: Mutex::new(last_assigned),
             publish: PublishOrder::default(),
             poisoned: Mutex::new(None),
@@ -344,7 +345,7 @@ impl Recovered {
             gc_failure: Mutex::new(None),
             last_survey: Mutex::new(SurveyMark::default()),
             survey_maps: Mutex::new(SurveyMaps::default()),
-            separated_bytes_written: AtomicU64::new(0),
+            separated_bytes_written: StripedCounter::default(),
             space_checked_at: AtomicU64::new(0),
             space_pressed: AtomicBool::new(false),
             info_log: self.info_log,

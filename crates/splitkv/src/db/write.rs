@@ -34,7 +34,6 @@ use super::DbInner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::index::{IndexEntry, IndexRecord};
-use crate::stats::Counters;
 use crate::types::{SequenceNumber, ValuePointer};
 use crate::vlog::gc::GcHost;
 use crate::vlog::{RecordKind, RecordRef};
@@ -201,7 +200,7 @@ impl DbInner {
         }
         // No shard worker and no other leader commits meanwhile: the group sees every write
         // published.
-        let alone = self.commit_gate.write();
+        let alone = self.commit_gate.alone();
         let room = self.check_poisoned().and_then(|()| self.index.make_room(me.force_flush));
         let group = match room {
             Ok(()) => gather_group(&me, &self.writers.lock()),
@@ -222,7 +221,7 @@ impl DbInner {
     /// Anything that must see every appended write applied (freezing a memtable, relocation's
     /// re-check, checkpoints) takes the commit gate exclusively and so waits for this group.
     fn lead_beside_others(&self, me: &Arc<PendingWrite>) -> Result<SequenceNumber> {
-        let _shared = self.commit_gate.read();
+        let _shared = self.commit_gate.shared();
         let group = gather_group(me, &self.writers.lock());
         let mut index_records = IndexRecords::new();
         let mut tally = Tally::default();
@@ -361,11 +360,11 @@ impl DbInner {
         batches: impl FnOnce() -> Result<SmallVec<[(BatchRecords<'a>, Payload); 1]>>,
     ) -> Result<SequenceNumber> {
         if self.index.room_due() {
-            let _alone = self.commit_gate.write();
+            let _alone = self.commit_gate.alone();
             self.check_poisoned()?;
             self.index.make_room(false)?;
         }
-        let _shared = self.commit_gate.read();
+        let _shared = self.commit_gate.shared();
         self.check_poisoned()?;
         let mut batches = batches()?;
         let mut index_records = IndexRecords::new();
@@ -503,8 +502,8 @@ struct Tally {
 
 impl Tally {
     fn count(&self, db: &DbInner) {
-        Counters::add(&db.counters.user_bytes_written, self.user_bytes);
-        Counters::add(&db.counters.keys_written, self.user_keys);
-        db.separated_bytes_written.fetch_add(self.separated_bytes, Ordering::Relaxed);
+        db.counters.user_bytes_written.add(self.user_bytes);
+        db.counters.keys_written.add(self.user_keys);
+        db.separated_bytes_written.add(self.separated_bytes);
     }
 }

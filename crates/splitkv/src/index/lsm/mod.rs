@@ -283,8 +283,8 @@ impl Shared {
     /// The options for a table about to be written: an adaptive index-block kind is resolved by
     /// the workload since the last table (writes against point lookups).
     fn table_options_for_build(&self) -> TableOptions {
-        let writes = self.counters.keys_written.load(std::sync::atomic::Ordering::Relaxed);
-        let reads = self.counters.gets.load(std::sync::atomic::Ordering::Relaxed);
+        let writes = self.counters.keys_written.get();
+        let reads = self.counters.gets.get();
         let kind = self.learning.kind_for_build(self.table_options.index_block_kind, writes, reads);
         TableOptions { index_block_kind: kind, ..self.table_options }
     }

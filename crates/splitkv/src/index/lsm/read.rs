@@ -26,7 +26,6 @@ use crate::iter::{EntryOrigin, InternalIterator, KeepAlive};
 use crate::memtable::Lookup;
 use crate::range_del::Fragments;
 use crate::sstable::TableIterator;
-use crate::stats::Counters;
 use crate::types::{parse_internal_key, seek_key, FileNumber, SequenceNumber, ValueKind, ValuePointer};
 use crate::version::Version;
 
@@ -99,7 +98,7 @@ impl Shared {
         let mut error = None;
         let mut l0_misses = 0;
         version.for_each_candidate(&lookup, |level, file| {
-            Counters::add(&self.counters.tables_probed, 1);
+            self.counters.tables_probed.add(1);
             let hit = self
                 .table_cache
                 .get_table(file.number, file.file_size)
