@@ -332,11 +332,12 @@ impl ValueLog {
             if len == SEGMENT_HEADER_LEN || len + batch_len <= self.opts.segment_size {
                 return Ok(());
             }
-            let sealed = Arc::clone(&active.segment);
-            w.seal(self.opts.buffer_size, &self.bytes_written)?;
+        }
+        let sealed = w.active.as_ref().map(|active| Arc::clone(&active.segment));
+        let segment = w.rotate(&self.fs, &self.dir, self.opts.buffer_size, &self.bytes_written)?;
+        if let Some(sealed) = sealed {
             self.reopen_sealed(&sealed);
         }
-        let segment = w.start_segment(self.fs.as_ref(), &self.dir, &self.bytes_written)?;
         self.unreferenced.lock().insert(segment.id);
         self.segments.write().insert(segment.id, segment);
         Ok(())

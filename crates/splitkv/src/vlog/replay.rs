@@ -1,8 +1,9 @@
 //! Recovery: replaying the log from a recorded head, and the torn-tail rule.
 //!
-//! Only the newest segment can have been cut short by a crash: every older one was fsynced
-//! before the log moved past it, and the medium keeps an unsynced appended tail at most as a
-//! prefix of what was written. So in the last segment, and only there, a file that ends inside a
+//! Only the newest segment with a header can have been cut short by a crash: every older one was
+//! fsynced before the next one's header was written (a rotation's order, see `writer`), and the
+//! medium keeps an unsynced appended tail at most as a prefix of what was written. A newer file
+//! without a complete header (a crash while a rotation created it) holds no record and is removed. So in the last segment, and only there, a file that ends inside a
 //! record or after records lacking their batch-end flag is a torn tail and is truncated to the
 //! end of the last complete batch (a last segment too short for its header is removed). Damage
 //! that cannot come from a cut — a checksum mismatch on bytes that are all present, an unknown
@@ -45,19 +46,18 @@ impl ValueLog {
         }
         let mut segments: Vec<Arc<Segment>> = self.segments.read().values().cloned().collect();
         segments.sort_unstable_by_key(|s| s.id);
-        let Some(last_id) = segments.last().map(|s| s.id) else { return Ok(from) };
+        // The newest file may lack its header (a crash while a rotation created it, see
+        // `writer`); the torn-tail rule is then the newest complete segment's.
+        let Some(last_id) = segments.iter().rev().find(|s| s.readable_len() >= SEGMENT_HEADER_LEN).map(|s| s.id)
+        else {
+            return self.remove_headerless(&segments).map(|()| from);
+        };
         let mut end = from;
         let mut batch = Vec::new();
         for segment in segments.iter().filter(|s| s.id >= from.segment) {
             let len = segment.readable_len();
             if len < SEGMENT_HEADER_LEN {
-                // `open` let this through only for the last segment: a crash during its creation,
-                // or, read-only, a writer creating it right now.
-                if !self.read_only {
-                    self.fs.remove(&segment.path)?;
-                    self.fs.sync_dir(&self.dir)?;
-                }
-                self.segments.write().remove(&segment.id);
+                self.remove_headerless(std::slice::from_ref(segment))?;
                 continue;
             }
             let start =
@@ -76,6 +76,20 @@ impl ValueLog {
             end = LogPosition { segment: segment.id, offset: walked? };
         }
         Ok(end)
+    }
+
+    /// Removes segments too short for their header: `open` lets one through only as the newest
+    /// file, left by a crash during its creation or, read-only, being created by a writer right
+    /// now (which removes nothing).
+    fn remove_headerless(&self, segments: &[Arc<Segment>]) -> Result<()> {
+        for segment in segments.iter().filter(|s| s.readable_len() < SEGMENT_HEADER_LEN) {
+            if !self.read_only {
+                self.fs.remove(&segment.path)?;
+                self.fs.sync_dir(&self.dir)?;
+            }
+            self.segments.write().remove(&segment.id);
+        }
+        Ok(())
     }
 
     /// Applies the complete batches of one segment from `start`; returns the offset after the
