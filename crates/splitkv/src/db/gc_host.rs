@@ -575,7 +575,7 @@ impl GcHost for DbInner {
     }
 
     fn logical_log_bytes(&self) -> u64 {
-        self.vlog.segments().iter().map(|s| s.len).sum()
+        self.vlog.logical_len()
     }
 
     fn live_log_bytes_estimate(&self) -> u64 {

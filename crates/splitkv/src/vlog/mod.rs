@@ -133,6 +133,10 @@ pub struct ValueLog {
     opts: VlogOptions,
     segments: RwLock<HashMap<SegmentId, Arc<Segment>>>,
     writer: Mutex<Writer>,
+    /// The active segment's bytes not yet in its published length (in flight or buffered), as
+    /// of the last release of `writer` after a change: with the segments' lengths, the log's
+    /// size without taking `writer` (see [`ValueLog::logical_len`]).
+    unflushed: AtomicU64,
     bytes_written: AtomicU64,
     /// Segments created by this process into which the index holds no pointer: every record
     /// the write path put there was applied inline or as a delete (see
@@ -208,6 +212,7 @@ impl ValueLog {
             opts,
             segments: RwLock::new(segments),
             writer: Mutex::new(Writer::new(next_id, opts.buffer_size)),
+            unflushed: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             unreferenced: Mutex::new(HashSet::new()),
             last_referenced: AtomicU64::new(0),
@@ -244,7 +249,7 @@ impl ValueLog {
     /// unclaimed while their table is on its way.
     fn append(&self, records: &[RecordRef<'_>], moves: Option<MoveTicket>) -> Result<SmallVec<[ValuePointer; 4]>> {
         self.check_writable()?;
-        let mut guard = self.writer.lock();
+        let mut guard = self.lock_writer();
         let w = &mut *guard;
         w.check_usable()?;
         if records.is_empty() {
@@ -380,7 +385,7 @@ impl ValueLog {
     /// Hands buffered appends to the OS and makes the active segment durable.
     pub fn sync(&self) -> Result<()> {
         self.check_writable()?;
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         w.check_usable()?;
         w.poison_on_error(|w| w.sync(self.opts.buffer_size, &self.bytes_written))
     }
@@ -390,7 +395,7 @@ impl ValueLog {
     /// the active segment holds no record.
     pub fn seal_active(&self) -> Result<()> {
         self.check_writable()?;
-        let mut guard = self.writer.lock();
+        let mut guard = self.lock_writer();
         let w = &mut *guard;
         w.check_usable()?;
         let Some(active) = w.active.as_ref() else { return Ok(()) };
@@ -406,7 +411,7 @@ impl ValueLog {
 
     /// Hands buffered appends to the OS without waiting for durability.
     pub fn flush_buffer(&self) -> Result<()> {
-        let mut w = self.writer.lock();
+        let mut w = self.lock_writer();
         w.check_usable()?;
         w.poison_on_error(|w| w.flush(self.opts.buffer_size, &self.bytes_written))
     }
@@ -516,6 +521,21 @@ impl ValueLog {
         segment.file.read_vec(offset, len).map(Some)
     }
 
+    /// The writer, for a change to the active segment: [`ValueLog::unflushed`] is brought up to
+    /// date as the lock is released.
+    fn lock_writer(&self) -> WriterGuard<'_> {
+        WriterGuard { writer: self.writer.lock(), unflushed: &self.unflushed }
+    }
+
+    /// Bytes in the log's segments, buffered appends included, as [`ValueLog::segments`] adds
+    /// them up but without the writer's lock: a writer asks before every write while the log is
+    /// over its space limit, and taking the lock there made it wait for the other writers'
+    /// appends. The buffered part is as of the last append, so a concurrent one may be missed.
+    pub fn logical_len(&self) -> u64 {
+        let published: u64 = self.segments.read().values().map(|s| s.readable_len()).sum();
+        published + self.unflushed.load(Ordering::Acquire)
+    }
+
     /// Every live segment in id order.
     pub fn segments(&self) -> Vec<SegmentInfo> {
         let w = self.writer.lock();
@@ -586,6 +606,33 @@ impl ValueLog {
     /// The directory holding the segments.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// The writer's lock, held for a change to the active segment; publishes the bytes not yet
+/// flushed to [`ValueLog::unflushed`] when released.
+struct WriterGuard<'a> {
+    writer: parking_lot::MutexGuard<'a, Writer>,
+    unflushed: &'a AtomicU64,
+}
+
+impl std::ops::Deref for WriterGuard<'_> {
+    type Target = Writer;
+
+    fn deref(&self) -> &Writer {
+        &self.writer
+    }
+}
+
+impl std::ops::DerefMut for WriterGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Writer {
+        &mut self.writer
+    }
+}
+
+impl Drop for WriterGuard<'_> {
+    fn drop(&mut self) {
+        self.unflushed.store(self.writer.unflushed_len(), Ordering::Release);
     }
 }
 

@@ -603,6 +603,26 @@ fn a_crash_during_rotation_leaves_a_headerless_newest_file_and_a_torn_tail_befor
 }
 
 #[test]
+fn the_logical_length_read_without_the_writer_lock_matches_the_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = ValueLog::open(os(), dir.path(), opts(1000, 300)).unwrap();
+    let total = |log: &ValueLog| log.segments().iter().map(|s| s.len).sum::<u64>();
+    assert_eq!(log.logical_len(), 0);
+    for seq in 1..40 {
+        // Buffered, in flight, rotated: every state the active segment's bytes pass through.
+        append(&log, &numbered_batch(seq, 1, 60 + seq as usize * 7));
+        assert_eq!(log.logical_len(), total(&log), "after append {seq}");
+        if seq % 9 == 0 {
+            log.flush_buffer().unwrap();
+            assert_eq!(log.logical_len(), total(&log), "after flush {seq}");
+        }
+    }
+    assert!(log.segments().len() > 3);
+    log.sync().unwrap();
+    assert_eq!(log.logical_len(), total(&log));
+}
+
+#[test]
 fn options_too_small_for_a_record_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
     assert!(matches!(ValueLog::open(os(), dir.path(), opts(40, 0)), Err(Error::InvalidArgument(_))));

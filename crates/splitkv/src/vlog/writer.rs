@@ -249,6 +249,11 @@ impl Writer {
         }
     }
 
+    /// The active segment's bytes in flight and in the buffer (0 without one).
+    pub fn unflushed_len(&self) -> u64 {
+        self.active.as_ref().map_or(0, |active| self.active_len(active) - active.flushed)
+    }
+
     /// The active segment's length with the bytes in flight and in the buffer.
     pub fn active_len(&self, active: &ActiveSegment) -> u64 {
         active.flushed + self.in_flight + self.buffer.len() as u64
