@@ -48,8 +48,7 @@ impl ValueLog {
         segments.sort_unstable_by_key(|s| s.id);
         // The newest file may lack its header (a crash while a rotation created it, see
         // `writer`); the torn-tail rule is then the newest complete segment's.
-        let Some(last_id) = segments.iter().rev().find(|s| s.readable_len() >= SEGMENT_HEADER_LEN).map(|s| s.id)
-        else {
+        let Some(last_id) = segments.iter().rev().find(|s| s.readable_len() >= SEGMENT_HEADER_LEN).map(|s| s.id) else {
             return self.remove_headerless(&segments).map(|()| from);
         };
         let mut end = from;

@@ -435,9 +435,16 @@ impl Writer {
             active: AtomicBool::new(true),
             remap: None,
         });
-        self.active = Some(ActiveSegment { segment: Arc::clone(&segment), file: Arc::clone(&file), flushed: 0, synced: 0 });
+        self.active =
+            Some(ActiveSegment { segment: Arc::clone(&segment), file: Arc::clone(&file), flushed: 0, synced: 0 });
         let header = Arc::new(encode_segment_header(id).to_vec());
-        let work = Work::Rotate { sealed: sealed.flatten(), file, header: Arc::clone(&header), fs: Arc::clone(fs), dir: dir.to_path_buf() };
+        let work = Work::Rotate {
+            sealed: sealed.flatten(),
+            file,
+            header: Arc::clone(&header),
+            fs: Arc::clone(fs),
+            dir: dir.to_path_buf(),
+        };
         self.send(header, work)?;
         Ok(segment)
     }
