@@ -276,9 +276,7 @@ impl DbInner {
             }
             self.info_log.stall_began(waiting_for, &format_args!("{pressure:?}, {} log bytes", self.log_bytes()));
             self.gc_wake.1.notify_all();
-            // A notice missed between the measurement and the wait costs at most this
-            // millisecond, as the plain sleep here did every time.
-            self.log_space_freed.1.wait_for(&mut self.log_space_freed.0.lock(), Duration::from_millis(1));
+            std::thread::sleep(Duration::from_millis(1));
         };
         if start.elapsed() > Duration::from_millis(1) {
             Counters::add(&self.counters.stall_gc_micros, start.elapsed().as_micros() as u64);
@@ -669,9 +667,7 @@ impl GcHost for DbInner {
         let recorded = self.catalog.record_for_segment(id, VersionEdit { removed_segments, ..VersionEdit::default() });
         self.poison_on_error(recorded)?;
         self.survey_maps.lock().maps.remove(&id);
-        self.vlog.remove_segment(id)?;
-        self.log_space_freed.1.notify_all();
-        Ok(())
+        self.vlog.remove_segment(id)
     }
 
     fn compact_segment(&self, id: SegmentId, kept: &mut dyn Iterator<Item = KeptRecords>) -> Result<()> {
@@ -699,7 +695,6 @@ impl GcHost for DbInner {
         // undecided: stop writing, as after any failed sync.
         let installed = self.vlog.install_compacted(id);
         self.poison_on_error(installed)?;
-        self.log_space_freed.1.notify_all();
         // The dropped records' garbage is gone with them. Drops of versions shadowed after the
         // scan began are still to be counted; those counted since it began and kept are lost
         // until the next survey (GC then waits a little longer for this segment).
@@ -715,8 +710,6 @@ impl GcHost for DbInner {
     }
 
     fn on_gc_run(&self, outcome: &GcOutcome, took: Duration) {
-        // Punched holes, and anything else the run freed.
-        self.log_space_freed.1.notify_all();
         Counters::add(&self.counters.gc_scan_micros, outcome.scan_time.as_micros() as u64);
         Counters::add(&self.counters.gc_relocate_micros, outcome.relocate_time.as_micros() as u64);
         let released: Vec<u64> = outcome.segments_released.iter().map(|s| s.0).collect();

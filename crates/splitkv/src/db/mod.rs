@@ -126,9 +126,6 @@ struct DbInner {
     gc_barrier: RwLock<()>,
     gc_stop: AtomicBool,
     gc_wake: (Mutex<()>, Condvar),
-    /// Signalled when GC frees log space (a segment released or compacted, a run's end):
-    /// writers waiting for space wake then instead of at their next millisecond's look.
-    log_space_freed: (Mutex<()>, Condvar),
     /// Why the background collector stopped, if it failed.
     gc_failure: Mutex<Option<String>>,
     /// What the last garbage survey found, for scheduling the next and estimating live data.

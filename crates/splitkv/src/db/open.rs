@@ -342,7 +342,6 @@ impl Recovered {
             gc_barrier: RwLock::new(()),
             gc_stop: AtomicBool::new(false),
             gc_wake: (Mutex::new(()), Condvar::new()),
-            log_space_freed: (Mutex::new(()), Condvar::new()),
             gc_failure: Mutex::new(None),
             last_survey: Mutex::new(SurveyMark::default()),
             survey_maps: Mutex::new(SurveyMaps::default()),
