@@ -3,10 +3,11 @@
 //!
 //! The log is a sequence of fixed-size segment files with increasing [`SegmentId`]s. Appends are
 //! whole batches, encoded straight into a user-space buffer and handed to the OS when it fills (by
-//! the log's flusher thread, while appends go on in a second buffer) or on
+//! the log's flusher thread, while appends go on in another buffer) or on
 //! [`ValueLog::flush_buffer`] / [`ValueLog::sync`]. A batch never spans segments: if it does
-//! not fit in the active segment's remaining space the log rotates first (fsyncing the old
-//! segment), and a batch larger than a segment gets a segment of its own. Recovery
+//! not fit in the active segment's remaining space the log rotates first (the flusher thread
+//! fsyncs the old segment before the new one's header is written, see `writer`), and a batch
+//! larger than a segment gets a segment of its own. Recovery
 //! ([`ValueLog::replay`]) hands complete batches back to the caller and truncates a torn tail of
 //! the last segment; anything else that fails validation is [`Error::Corruption`]. Byte layouts
 //! and the torn-tail rule are specified in `docs/format/vlog.md`.
