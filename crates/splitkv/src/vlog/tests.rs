@@ -566,8 +566,9 @@ fn a_failed_background_seal_fails_the_next_sync_and_poisons_the_log() {
     append(&log, &numbered_batch(1, 1, 100));
     log.flush_buffer().unwrap();
     append(&log, &numbered_batch(2, 1, 100));
-    // The next batch does not fit: the rotation leaves the sealed segment's fsync to the
-    // flusher thread, where it fails.
+    // The next batch does not fit: its rotation leaves the sealed segment's fsync (and the
+    // previous rotation's fsyncs, if still on their way) to the flusher thread, where the
+    // injected fault fails one of them.
     faults.inject(FaultKind::Sync);
     let refs = [RecordRef::put(SequenceNumber(3), b"k", &[0; 100])];
     let rotated = log.append_batch(&refs);

@@ -59,7 +59,7 @@ type SharedFile = Arc<Mutex<Box<dyn WritableFile>>>;
 pub(super) struct ActiveSegment {
     pub segment: Arc<Segment>,
     pub file: SharedFile,
-    /// Bytes handed to the OS (header included); the flight, if any, starts here.
+    /// Bytes handed to the OS (header included); the flights, if any, start here.
     pub flushed: u64,
     /// Bytes known durable; a sync with nothing new skips the fsync.
     pub synced: u64,
@@ -341,7 +341,7 @@ impl Writer {
         bytes_written.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Hands the buffer to the OS on this thread, after the flight, and publishes the new
+    /// Hands the buffer to the OS on this thread, after the flights, and publishes the new
     /// readable length.
     pub fn flush(&mut self, buffer_size: usize, bytes_written: &AtomicU64) -> Result<()> {
         self.land(buffer_size, bytes_written)?;
