@@ -44,6 +44,11 @@ const _: fn() = || {
     sendable::<TableIterator>();
 };
 
+/// Whether a block just read is a slice of its file's map (read around the cache) rather than
+/// memory of its own: a slice must not be kept past the read.
+#[derive(Clone, Copy, Debug)]
+struct InPlace(bool);
+
 /// An open SSTable.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -309,19 +314,24 @@ impl Table {
         self.filter.as_ref().is_some_and(|f| !f.may_contain(user_key))
     }
 
-    /// Reads data block `handle`, through the block cache when there is one; `fill_cache: false`
-    /// reads a block the cache lacks around it, as a slice of the file when it can.
-    fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<Block> {
+    /// Reads data block `handle`, through the block cache when there is one. A block the cache
+    /// lacks is copied and cached if `fill_cache` is set and the cache admits it
+    /// ([`BlockCache::admits`]); otherwise it is read around the cache, as a slice of the file's
+    /// map when the file has one. The flag says whether the block is a slice of the map, which
+    /// nothing may keep beyond the read (see "Table blocks and the block cache" in the design).
+    fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<(Block, InPlace)> {
         let cache = self.cache.as_ref();
         if let Some(block) = cache.and_then(|c| c.get(self.number, handle.offset)) {
-            return Ok(block);
+            return Ok((block, InPlace(false)));
         }
-        let keep = self.caches(fill_cache);
-        let block = self.read_data_block(handle, keep)?;
-        if let Some(cache) = cache.filter(|_| keep) {
+        // A file without a map reads a copy either way, so caching it costs only the insert.
+        let cached =
+            cache.filter(|c| fill_cache && (!self.file.reads_in_place() || c.admits(self.number, handle.offset)));
+        let block = self.read_data_block(handle, cached.is_some())?;
+        if let Some(cache) = cached {
             cache.insert(self.number, handle.offset, block.clone());
         }
-        Ok(block)
+        Ok((block, InPlace(cached.is_none() && self.file.reads_in_place())))
     }
 
     /// Reads data block `handle` for a long pass, which never fills the cache. Over a file read
@@ -333,14 +343,8 @@ impl Table {
         if self.file.reads_in_place() {
             self.read_data_block(handle, false)
         } else {
-            self.data_block(handle, false)
+            Ok(self.data_block(handle, false)?.0)
         }
-    }
-
-    /// True if a block read with `fill_cache` that the cache lacks goes into the cache, and so is
-    /// read as a copy; otherwise it may be a slice of the file's map.
-    fn caches(&self, fill_cache: bool) -> bool {
-        fill_cache && self.cache.is_some()
     }
 
     /// Reads and decodes data block `handle` from the file; `keep` as in [`read_block`].
@@ -369,12 +373,11 @@ impl Table {
         let Some(window) = self.locate(lookup_ikey) else {
             return Ok(None);
         };
-        let (_, it) = self.search(&window, lookup_ikey, fill_cache)?;
+        let (_, it, in_place) = self.search(&window, lookup_ikey, fill_cache)?;
         if it.valid() && user_key(it.key()) == lookup_user_key {
             let (key, value) = it.into_entry();
-            // A block read around the cache may be a slice of the file's map, which the caller
-            // must not keep alive through the value.
-            let value = if self.caches(fill_cache) { value } else { Bytes::copy_from_slice(&value) };
+            // The caller must not keep a slice of the file's map alive through the value.
+            let value = if in_place.0 { Bytes::copy_from_slice(&value) } else { value };
             Ok(Some((key, value)))
         } else {
             Ok(None)
@@ -388,15 +391,15 @@ impl Table {
     /// blocks: the key's entries can run past the window. For a closed window (separators) the
     /// answer is then the first entry of the next block, and the cursor is returned
     /// unpositioned, as it is past the table's last entry.
-    fn search(&self, window: &Window, ikey: &[u8], fill_cache: bool) -> Result<(usize, BlockIter)> {
+    fn search(&self, window: &Window, ikey: &[u8], fill_cache: bool) -> Result<(usize, BlockIter, InPlace)> {
         let index = self.index();
         let mut b = window.guess;
-        let mut block = self.data_block(self.block_handle(b)?, fill_cache)?;
+        let (mut block, mut in_place) = self.data_block(self.block_handle(b)?, fill_cache)?;
         while b > window.start.block
             && compare_internal_keys(block.first_key().map_err(|e| self.block_error(b, e))?, ikey) == Ordering::Greater
         {
             b -= 1;
-            block = self.data_block(self.block_handle(b)?, fill_cache)?;
+            (block, in_place) = self.data_block(self.block_handle(b)?, fill_cache)?;
         }
         loop {
             let first = if b == window.start.block { window.start.restart } else { 0 };
@@ -404,10 +407,10 @@ impl Table {
             let mut it = BlockIter::new(block);
             it.seek_from(ikey, first, last).map_err(|e| self.block_error(b, e))?;
             if it.valid() || window.closed || b + 1 >= index.len() {
-                return Ok((b, it));
+                return Ok((b, it, in_place));
             }
             b += 1;
-            block = self.data_block(self.block_handle(b)?, fill_cache)?;
+            (block, in_place) = self.data_block(self.block_handle(b)?, fill_cache)?;
         }
     }
 
@@ -597,7 +600,7 @@ impl TableIterator {
         // A long pass reads around the cache: it would evict blocks that point reads reuse for
         // blocks it will not come back to, and pay to insert and evict each one.
         let block = if self.readahead.sequential < SCAN_CACHED_BLOCKS {
-            self.table.data_block(handle, self.fill_cache)?
+            self.table.data_block(handle, self.fill_cache)?.0
         } else {
             self.table.long_pass_block(handle)?
         };
@@ -675,7 +678,7 @@ impl InternalIterator for TableIterator {
             return Ok(());
         };
         self.data = None;
-        let (block, it) = self.table.search(&window, target, self.fill_cache)?;
+        let (block, it, _) = self.table.search(&window, target, self.fill_cache)?;
         let handle = self.table.block_handle(block)?;
         self.readahead.on_load(&*self.table.file, block, handle, self.table.size);
         self.block_index = block;

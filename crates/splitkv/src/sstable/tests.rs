@@ -396,6 +396,54 @@ fn a_long_scan_reads_around_the_block_cache() -> Result<()> {
 }
 
 #[test]
+fn a_full_block_cache_admits_a_block_on_its_second_miss_and_reads_the_first_in_place() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let entries = even_keys(20_000);
+    let (path, size) = build(dir.path(), "a.sst", &entries, opts(1024, CompressionType::None))?;
+    // Room for a handful of 1 KiB blocks.
+    let cache = Arc::new(BlockCache::new(8 << 10));
+    let file =
+        Arc::new(CountingFile { inner: OsFileSystem.open(&path)?, copies: 0.into(), shared: Default::default() });
+    let table =
+        Table::open(file.clone(), path, FileNumber(5), size, &TableOptions::default(), Some(Arc::clone(&cache)), None)?;
+    assert!(file.reads_in_place(), "the table file should be mapped");
+    let get = |i: usize| -> Result<bytes::Bytes> {
+        let (_, value) = table.get(&seek_key(&user(2 * i), SequenceNumber(MAX_SEQUENCE)), true)?.expect("present");
+        assert_eq!(&value[..], entries[i].1.as_slice(), "entry {i} read wrong");
+        Ok(value)
+    };
+    // While the cache has room, every block missed is copied in.
+    let mut i = 0;
+    while cache.usage() < cache.capacity() / 2 {
+        get(i)?;
+        i += 200;
+    }
+    let filling = cache.len();
+    assert_eq!(file.shared_reads(), 0, "a cache with room should copy every block in");
+    while cache.usage() + 1100 < cache.capacity() {
+        get(i)?;
+        i += 200;
+    }
+    get(i)?;
+    i += 200;
+    assert!(cache.len() > filling);
+    // Full: a first miss is read in place and its value copied out; the second is admitted.
+    let len = cache.len();
+    let (copies, shared) = (file.copies(), file.shared_reads());
+    let value = get(15_000)?;
+    assert_eq!((file.copies(), file.shared_reads()), (copies, shared + 1), "a first miss should read in place");
+    assert!(!file.is_shared(&value), "a value read in place must be copied out of the map");
+    get(15_000)?;
+    assert_eq!((file.copies(), file.shared_reads()), (copies + 1, shared + 1), "a second miss should be copied in");
+    let hits = cache.hits();
+    get(15_000)?;
+    assert_eq!(cache.hits(), hits + 1, "an admitted block should then be served from the cache");
+    assert!(cache.len() <= len + 1 && cache.usage() <= cache.capacity());
+    assert!(i < 15_000);
+    Ok(())
+}
+
+#[test]
 fn table_cache_opens_once_and_evicts() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let entries = even_keys(100);
