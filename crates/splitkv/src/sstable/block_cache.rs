@@ -62,8 +62,8 @@ fn block_tag(file: FileNumber, offset: u64) -> u64 {
 pub struct BlockCache {
     blocks: Cache<(FileNumber, u64), Block, BlockWeighter>,
     capacity: u64,
-    /// Bytes ever inserted, counted up to `capacity`: nothing is removed but by eviction, so
-    /// once this reaches the capacity every insert evicts.
+    /// Bytes inserted, counted up to `capacity`, less those removed: blocks only leave
+    /// otherwise by eviction, so while this is at the capacity every insert evicts.
     filled: AtomicU64,
     /// Tags of blocks missed and not admitted, one per slot, overwritten by later misses that
     /// hash to the same slot (see [`BlockCache::admits`]).
@@ -133,6 +133,15 @@ impl BlockCache {
             self.filled.fetch_add(BlockWeighter.weight(&(file, offset), &block), Ordering::Relaxed);
         }
         self.blocks.insert((file, offset), block);
+    }
+
+    /// Drops a cached block (of a deleted table): dead blocks would otherwise stay until they
+    /// age out, and a full cache admits new blocks only slowly.
+    pub fn remove(&self, file: FileNumber, offset: u64) {
+        if let Some((key, block)) = self.blocks.remove(&(file, offset)) {
+            let weight = BlockWeighter.weight(&key, &block);
+            let _ = self.filled.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| Some(f.saturating_sub(weight)));
+        }
     }
 
     /// Lookups that found their block.

@@ -423,6 +423,15 @@ impl Table {
         block_handle(self.index(), &self.path, self.footer.index.offset, i)
     }
 
+    /// Drops this table's blocks from the block cache (it was deleted).
+    pub fn forget_cached_blocks(&self) {
+        if let Some(cache) = &self.cache {
+            for handle in (0..self.index().len()).filter_map(|i| self.index().block_handle(i)) {
+                cache.remove(self.number, handle.offset);
+            }
+        }
+    }
+
     /// File offset of data block `i`, for error reports (the index block's if there is none).
     fn block_offset(&self, i: usize) -> u64 {
         self.index().block_handle(i).map_or(self.footer.index.offset, |h| h.offset)

@@ -91,9 +91,12 @@ impl TableCache {
         self.tables.get(&number)
     }
 
-    /// Forgets table `number` (after it was deleted); iterators holding it keep it alive.
+    /// Forgets table `number` (after it was deleted), and its blocks in the block cache if it
+    /// was open; iterators holding it keep it alive.
     pub fn evict(&self, number: FileNumber) {
-        self.tables.remove(&number);
+        if let Some((_, table)) = self.tables.remove(&number) {
+            table.forget_cached_blocks();
+        }
     }
 
     /// The block cache shared by the tables.

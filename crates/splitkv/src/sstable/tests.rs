@@ -463,6 +463,33 @@ fn table_cache_opens_once_and_evicts() -> Result<()> {
 }
 
 #[test]
+fn evicting_a_deleted_table_drops_its_cached_blocks() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let entries = even_keys(2000);
+    let number = FileNumber(13);
+    let path = crate::filenames::table_file(dir.path(), number);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+    let (_, size) = build(dir.path(), &name, &entries, opts(1024, CompressionType::None))?;
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let tc = TableCache::new(
+        OsFileSystem::shared(),
+        dir.path().to_path_buf(),
+        10,
+        Some(Arc::clone(&cache)),
+        None,
+        TableOptions::default(),
+    );
+    let table = tc.get_table(number, size)?;
+    for i in 0..entries.len() {
+        table.get(&seek_key(&user(2 * i), SequenceNumber(MAX_SEQUENCE)), true)?;
+    }
+    assert_eq!(cache.len(), table.num_data_blocks());
+    tc.evict(number);
+    assert_eq!((cache.len(), cache.usage()), (0, 0));
+    Ok(())
+}
+
+#[test]
 fn approximate_offsets_increase_through_the_file() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let entries = even_keys(2000);
