@@ -322,6 +322,11 @@ impl Table {
     fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<(Block, InPlace)> {
         let cache = self.cache.as_ref();
         if let Some(block) = cache.and_then(|c| c.get(self.number, handle.offset)) {
+            // A cached copy is cold memory that a search would walk one cache miss at a time
+            // (the restart array, then a restart key, then the entries): asking for all of it
+            // at once overlaps those misses, as verifying a block read in place does.
+            let data = block.data();
+            crate::prefetch::cache_lines_at(data.as_ptr(), data.len().div_ceil(crate::prefetch::LINE));
             return Ok((block, InPlace(false)));
         }
         // A file without a map reads a copy either way, so caching it costs only the insert.
