@@ -187,6 +187,17 @@ pub(crate) fn block_trailer(body: &[u8], type_byte: u8) -> [u8; BLOCK_TRAILER_LE
 /// (`keep`: the block cache's, a table's index and filter) is copied out of the file; one used
 /// only now may be a slice of the file's map ([`RandomAccessFile::read_shared`]).
 pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle, keep: bool) -> Result<Bytes> {
+    read_block_decoded(file, path, handle, keep).map(|(bytes, _)| bytes)
+}
+
+/// [`read_block`], also saying whether the block was stored compressed (so that the bytes
+/// returned are a decompressed copy of their own, never a slice of the file's map).
+pub(crate) fn read_block_decoded(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    keep: bool,
+) -> Result<(Bytes, bool)> {
     let corrupt = |reason: String| Error::corruption(path, handle.offset, reason);
     let stored_len = usize::try_from(handle.size)
         .ok()
@@ -217,8 +228,8 @@ pub(crate) fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: Block
         )));
     }
     match type_byte {
-        0 => Ok(buf.slice_ref(body)),
-        1 | 2 => decompress(body, type_byte).map(Bytes::from).map_err(corrupt),
+        0 => Ok((buf.slice_ref(body), false)),
+        1 | 2 => decompress(body, type_byte).map(|raw| (Bytes::from(raw), true)).map_err(corrupt),
         other => Err(corrupt(format!("unknown block compression type {other}"))),
     }
 }
