@@ -449,7 +449,8 @@ impl Table {
 
     /// Drops this table's blocks from the block cache (it was deleted).
     pub fn forget_cached_blocks(&self) {
-        if let Some(cache) = &self.cache {
+        let used_cache = !self.file.reads_in_place() || self.compressed_blocks.load(AtomicOrdering::Relaxed);
+        if let Some(cache) = self.cache.as_ref().filter(|_| used_cache) {
             for handle in (0..self.index().len()).filter_map(|i| self.index().block_handle(i)) {
                 cache.remove(self.number, handle.offset);
             }
