@@ -135,7 +135,10 @@ pub struct Options {
     pub compression: CompressionType,
     /// Bloom filter bits per key (0 disables filters).
     pub bloom_bits_per_key: usize,
-    /// Bytes of decoded blocks kept in the block cache.
+    /// Bytes of decoded blocks kept in the block cache. It holds the blocks that cost more to
+    /// read than to look up: compressed blocks (decoded) and blocks of files read without a
+    /// memory map. A raw block of a mapped table is read where it lies, verified, every time,
+    /// and never cached, so with the default (no compression) the cache stays empty.
     pub block_cache_capacity: usize,
     /// Open SSTables kept in the table cache.
     pub max_open_files: usize,
