@@ -184,8 +184,10 @@ impl IndexBlockBuilder for BinaryIndexBuilder {
 #[derive(Debug)]
 pub struct BinaryIndex {
     data: Bytes,
-    keys: Vec<Range<usize>>,
-    handles: Vec<BlockHandle>,
+    /// Each block's separator (a range of `data`) beside its handle, so that the handle of the
+    /// block a search ends on is in the cache line the search last read, not in an array of
+    /// its own (a cache miss per table probed: 6% of a 100 B `readrandom`).
+    separators: Vec<(Range<u32>, BlockHandle)>,
 }
 
 impl BinaryIndex {
@@ -194,8 +196,7 @@ impl BinaryIndex {
         let block = Block::new(data)?;
         let entries = block.whole_key_entries()?;
         let data = block.data().clone();
-        let mut keys = Vec::with_capacity(entries.len());
-        let mut handles = Vec::with_capacity(entries.len());
+        let mut separators = Vec::with_capacity(entries.len());
         let mut expected_offset = 0u64;
         let mut prev_key: Option<&[u8]> = None;
         for (key, value) in entries {
@@ -210,28 +211,30 @@ impl BinaryIndex {
             }
             prev_key = Some(key_bytes);
             expected_offset = handle.end();
-            keys.push(key);
-            handles.push(handle);
+            let (Ok(start), Ok(end)) = (u32::try_from(key.start), u32::try_from(key.end)) else {
+                return Err(err("index block over 4 GiB"));
+            };
+            separators.push((start..end, handle));
         }
         if expected_offset != data_end {
             return Err(BlockError { offset: 0, reason: "data blocks do not reach the filter block" });
         }
-        Ok(BinaryIndex { data, keys, handles })
+        Ok(BinaryIndex { data, separators })
     }
 }
 
 impl BinaryIndex {
     /// A separator key; `decode` checked every range against the block, so the empty
     /// fallback is never taken.
-    fn key(&self, range: &Range<usize>) -> &[u8] {
-        self.data.get(range.clone()).unwrap_or_default()
+    fn key(&self, range: &Range<u32>) -> &[u8] {
+        self.data.get(range.start as usize..range.end as usize).unwrap_or_default()
     }
 }
 
 impl IndexBlock for BinaryIndex {
     fn locate(&self, ikey: &[u8]) -> Option<Window> {
-        let i = self.keys.partition_point(|k| compare_internal_keys(self.key(k), ikey) == Ordering::Less);
-        (i < self.keys.len()).then_some(Window {
+        let i = self.separators.partition_point(|(k, _)| compare_internal_keys(self.key(k), ikey) == Ordering::Less);
+        (i < self.separators.len()).then_some(Window {
             start: BlockSpot { block: i, restart: 0 },
             guess: i,
             end: BlockSpot { block: i, restart: usize::MAX },
@@ -240,15 +243,15 @@ impl IndexBlock for BinaryIndex {
     }
 
     fn block_handle(&self, i: usize) -> Option<BlockHandle> {
-        self.handles.get(i).copied()
+        self.separators.get(i).map(|(_, handle)| *handle)
     }
 
     fn len(&self) -> usize {
-        self.handles.len()
+        self.separators.len()
     }
 
     fn separator(&self, i: usize) -> Option<&[u8]> {
-        self.keys.get(i).map(|k| self.key(k))
+        self.separators.get(i).map(|(k, _)| self.key(k))
     }
 
     fn kind(&self) -> IndexBlockKind {
