@@ -2,11 +2,12 @@
 //! verification pass.
 //!
 //! Opening reads the footer, the index block and the filter block and keeps them in memory for
-//! the table's lifetime; data blocks are read on demand, through the shared [`BlockCache`] when
-//! one is given. Every block is checksum-verified when it is read from the file, so a cached block
-//! has been verified once. Blocks the cache keeps are copies; a block read around the cache (a
-//! long scan's, past its first [`SCAN_CACHED_BLOCKS`] in sequence, or any read with
-//! `fill_cache: false`) may be a slice of the file's map, used while the cursor is on it.
+//! the table's lifetime; data blocks are read on demand. Every block is checksum-verified when it
+//! is read from the file. A raw block of a mapped file is read where it lies, as a slice of the
+//! map used only while a lookup or a cursor is on it, and never cached; compressed blocks and
+//! blocks of files without a map go through the shared [`BlockCache`] when one is given (a
+//! cached block is a verified copy), except a long scan's past its first
+//! [`SCAN_CACHED_BLOCKS`] in sequence and any read with `fill_cache: false`.
 //!
 //! Thread-safety: a [`Table`] is `Send + Sync` and shared as `Arc<Table>`; lookups take `&self`
 //! and never lock. A [`TableIterator`] owns an `Arc<Table>` and has one owner.
@@ -320,9 +321,8 @@ impl Table {
 
     /// Reads data block `handle`. A raw block of a mapped file is read where it lies and
     /// verified, every time, without the block cache: with the file's pages in memory that
-    /// costs less than a cache lookup (a 100 B `readrandom` ran 1.5 µs per get with no cache
-    /// and 1.8–2.1 with every block it read cached; "Table blocks and the block cache" in the
-    /// design), as LevelDB's and RocksDB's reads of mapped tables skip their block caches. Other
+    /// costs less than a cache lookup did, even a hit ("Table blocks and the block cache" in
+    /// the design), and LevelDB's and RocksDB's reads of mapped tables skip their caches. Other
     /// blocks (a file without a map, or a table whose blocks are compressed) go through the
     /// cache, filled if `fill_cache`. The flag says whether the block is a slice of the map,
     /// which nothing may keep beyond the read.
