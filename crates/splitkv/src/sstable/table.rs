@@ -322,7 +322,7 @@ impl Table {
     /// Reads data block `handle`. A raw block of a mapped file is read where it lies and
     /// verified, every time, without the block cache: with the file's pages in memory that
     /// costs less than a cache lookup did, even a hit ("Table blocks and the block cache" in
-    /// the design), and LevelDB's and RocksDB's reads of mapped tables skip their caches. Other
+    /// the design); LevelDB never caches a mapped table's blocks either. Other
     /// blocks (a file without a map, or a table whose blocks are compressed) go through the
     /// cache, filled if `fill_cache`. The flag says whether the block is a slice of the map,
     /// which nothing may keep beyond the read.
