@@ -329,8 +329,7 @@ impl Table {
     fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<(Block, InPlace)> {
         let cache = self.cache.as_ref();
         if self.file.reads_in_place() && !self.compressed_blocks.load(AtomicOrdering::Relaxed) {
-            let (data, decoded) = read_block_decoded(&*self.file, &self.path, handle, false)?;
-            let block = Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+            let (block, decoded) = self.read_data_block_decoded(handle, false)?;
             if !decoded {
                 return Ok((block, InPlace(true)));
             }
@@ -373,8 +372,14 @@ impl Table {
 
     /// Reads and decodes data block `handle` from the file; `keep` as in [`read_block`].
     fn read_data_block(&self, handle: BlockHandle, keep: bool) -> Result<Block> {
-        let data = read_block(&*self.file, &self.path, handle, keep)?;
-        Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))
+        Ok(self.read_data_block_decoded(handle, keep)?.0)
+    }
+
+    /// [`Table::read_data_block`], also saying whether the block was stored compressed.
+    fn read_data_block_decoded(&self, handle: BlockHandle, keep: bool) -> Result<(Block, bool)> {
+        let (data, decoded) = read_block_decoded(&*self.file, &self.path, handle, keep)?;
+        let block = Block::new(data).map_err(|e| block_corruption(&self.path, handle.offset, e))?;
+        Ok((block, decoded))
     }
 
     /// A cursor on the first entry of data block `handle`, read around the block cache: for

@@ -47,6 +47,13 @@ fn build(dir: &Path, name: &str, entries: &Entries, opts: TableOptions) -> Resul
     Ok((path, size))
 }
 
+/// [`build`] under the name the table cache opens for table `number` in `dir`; returns its size.
+fn build_numbered(dir: &Path, number: FileNumber, entries: &Entries, opts: TableOptions) -> Result<u64> {
+    let path = crate::filenames::table_file(dir, number);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+    Ok(build(dir, &name, entries, opts)?.1)
+}
+
 fn open(path: &Path, number: u64, size: u64, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
     let file = OsFileSystem.open(path)?;
     Table::open(file, path.to_path_buf(), FileNumber(number), size, &TableOptions::default(), cache, None)
@@ -381,9 +388,7 @@ fn table_cache_opens_once_and_evicts() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let entries = even_keys(100);
     let number = FileNumber(12);
-    let path = crate::filenames::table_file(dir.path(), number);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-    let (_, size) = build(dir.path(), &name, &entries, TableOptions::default())?;
+    let size = build_numbered(dir.path(), number, &entries, TableOptions::default())?;
     let tc = TableCache::new(OsFileSystem::shared(), dir.path().to_path_buf(), 10, None, None, TableOptions::default());
     let a = tc.get_table(number, size)?;
     let b = tc.get_table(number, size)?;
@@ -400,10 +405,8 @@ fn evicting_a_deleted_table_drops_its_cached_blocks() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let entries = even_keys(2000);
     let number = FileNumber(13);
-    let path = crate::filenames::table_file(dir.path(), number);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
     // Compressed, so that its blocks go through the cache.
-    let (_, size) = build(dir.path(), &name, &entries, opts(1024, CompressionType::Lz4))?;
+    let size = build_numbered(dir.path(), number, &entries, opts(1024, CompressionType::Lz4))?;
     let cache = Arc::new(BlockCache::new(1 << 20));
     let tc = TableCache::new(
         OsFileSystem::shared(),

@@ -3,9 +3,10 @@
 //! Only the newest segment with a header can have been cut short by a crash: every older one was
 //! fsynced before the next one's header was written (a rotation's order, see `writer`), and the
 //! medium keeps an unsynced appended tail at most as a prefix of what was written. A newer file
-//! without a complete header (a crash while a rotation created it) holds no record and is removed. So in the last segment, and only there, a file that ends inside a
-//! record or after records lacking their batch-end flag is a torn tail and is truncated to the
-//! end of the last complete batch (a last segment too short for its header is removed). Damage
+//! without a complete header (a crash while a rotation created it) holds no record and is
+//! removed. So in the last segment, and only there, a file that ends inside a record or after
+//! records lacking their batch-end flag is a torn tail and is truncated to the end of the last
+//! complete batch (a last segment too short for its header is removed). Damage
 //! that cannot come from a cut — a checksum mismatch on bytes that are all present, an unknown
 //! kind or flag — is [`Error::Corruption`] wherever it is, and so is a short record in an older
 //! segment.
