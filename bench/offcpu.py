@@ -13,6 +13,13 @@ grouped by thread and by the first three engine frames of the blocking stack. `-
 groups one thread's waits by their whole engine stack. `--frame TEXT` does the same for the waits
 of every thread whose stack has a frame containing TEXT. `--from` skips the waits that begin
 earlier than SECONDS after the first switch, for example a load before the step of interest.
+
+`--by-next` (with `--thread` or `--frame`) groups the waits instead by how the thread left the
+CPU (a `sched_yield`; a wake, preempted while waking another thread; or its scheduler state: R
+preempted, S asleep) and by
+the thread that ran next on that CPU (then by the first two engine frames): a wait that yields
+to work that has to run anyway is not idle time, one that leaves the CPU to nobody (`swapper`)
+is.
 """
 
 import argparse
@@ -36,20 +43,40 @@ def read_switches(path):
             m = HEADER.match(line)
             if m:
                 switches.append(
-                    {"t": float(m[3]), "comm": m[4], "prev": int(m[5]), "next": int(m[8]), "stack": []}
+                    {
+                        "t": float(m[3]),
+                        "comm": m[4],
+                        "prev": int(m[5]),
+                        "state": m[6],
+                        "next_comm": m[7].strip(),
+                        "next": int(m[8]),
+                        "stack": [],
+                    }
                 )
     return switches
 
 
 def waits(switches, start):
-    """(thread, stack, seconds) for every wait that begins `start` seconds or more in."""
+    """(switch out, seconds) for every wait that begins `start` seconds or more in."""
     t0 = switches[0]["t"]
     left = {}
     for s in switches:
         out = left.pop(s["next"], None)
         if out is not None and out["t"] - t0 >= start:
-            yield out["comm"], out["stack"], s["t"] - out["t"]
+            yield out, s["t"] - out["t"]
         left[s["prev"]] = s
+
+
+def how_and_next(out):
+    """How a thread left the CPU, and what ran there next (`--by-next`)."""
+    stack = " ".join(out["stack"][:12])
+    if "sched_yield" in stack:
+        how = "yield"
+    elif any(word in stack for word in ("futex_wake", "unpark", "::unlock")):
+        how = "wake"  # preempted while waking another thread (often by that thread)
+    else:
+        how = out["state"]
+    return f"{how:5s} next: {out['next_comm'].split('/')[0]}"
 
 
 def engine_frames(stack):
@@ -63,21 +90,27 @@ def main():
     args.add_argument("--thread")
     args.add_argument("--frame")
     args.add_argument("--top", type=int, default=40)
+    args.add_argument("--by-next", action="store_true")
     a = args.parse_args()
     switches = read_switches(a.sched)
     if a.thread or a.frame:
         by_stack, count = collections.Counter(), collections.Counter()
-        for comm, stack, secs in waits(switches, a.start):
+        for out, secs in waits(switches, a.start):
+            comm, stack = out["comm"], out["stack"]
             if (a.thread and comm != a.thread) or (a.frame and not any(a.frame in f for f in stack)):
                 continue
-            key = "\n   ".join(f[:120] for f in engine_frames(stack)) or (stack[0] if stack else "?")
+            if a.by_next:
+                key = how_and_next(out) + "\n   " + " < ".join(f[:70] for f in engine_frames(stack)[:2])
+            else:
+                key = "\n   ".join(f[:120] for f in engine_frames(stack)) or (stack[0] if stack else "?")
             by_stack[key] += secs
             count[key] += 1
         for key, secs in by_stack.most_common(a.top):
             print(f"{secs:.3f} s in {count[key]} waits\n   {key}\n")
         return
     per_thread, by_place = collections.Counter(), collections.Counter()
-    for comm, stack, secs in waits(switches, a.start):
+    for out, secs in waits(switches, a.start):
+        comm, stack = out["comm"], out["stack"]
         frames = engine_frames(stack)
         place = " < ".join(f[:70] for f in frames[:3]) or (stack[0][:60] if stack else "?")
         per_thread[comm] += secs
