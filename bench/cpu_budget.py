@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Where a benchmark run's CPU goes, by thread group: core-seconds and cores kept busy.
+
+Runs the given `splitkv-bench` command under `perf record -e cpu-clock`, then sums the samples of
+each group of threads (the benchmark's own threads, which are the writers or readers; GC's
+threads; the value log's flusher; flushes and compactions; anything else) and prints one line:
+
+    python3 bench/cpu_budget.py [--label NAME] -- target/release/splitkv-bench --num=500000 \\
+        --threads=2 --value_size=1024 --compression_ratio=1 --benchmarks=fillrandom --db=DIR
+
+The wall time is the benchmark's own: its first line's micros/op times the operations each
+thread ran (`--writes` if given, else `--num`), so opening and closing the database are left
+out; "busy" is all the run's CPU over that wall time (at most 2 on two cores, a little more
+when the open and close add CPU of their own). The database directory given by `--db` is
+removed first, so each run starts empty.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+GROUPS = [("gc", "splitkv-gc"), ("flusher", "splitkv-log"), ("flush+compaction", "splitkv-bg")]
+
+
+def flag(command, name):
+    """The value of `--name=value` in the command, or None."""
+    for arg in command:
+        if arg.startswith(f"--{name}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def main():
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--label", default="run")
+    args.add_argument("command", nargs=argparse.REMAINDER)
+    a = args.parse_args()
+    command = a.command[1:] if a.command[:1] == ["--"] else a.command
+    db = flag(command, "db")
+    if db:
+        shutil.rmtree(db, ignore_errors=True)
+    with tempfile.NamedTemporaryFile(suffix=".data") as data:
+        run = subprocess.run(
+            ["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-o", data.name, *command],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        report = subprocess.run(
+            ["perf", "report", "-i", data.name, "--no-children", "--sort", "comm", "-g", "none", "--stdio"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    micros = re.search(r"^\S+\s+:\s+([\d.]+) micros/op", run.stdout, re.M)
+    if micros is None:
+        sys.exit("no micros/op line in the benchmark's output:\n" + run.stdout + run.stderr)
+    ops = int(flag(command, "writes") or flag(command, "num") or 1_000_000)
+    wall = float(micros[1]) * ops / 1e6
+    total = float(re.search(r"Event count \(approx.\): (\d+)", report)[1]) / 1e9
+    cores = {"threads": 0.0, **{name: 0.0 for name, _ in GROUPS}, "other": 0.0}
+    # The benchmark's own threads carry its program name, cut to the kernel's 15 characters.
+    program = os.path.basename(command[0])[:15]
+    for share, comm in re.findall(r"^\s+([\d.]+)%\s+(\S+)", report, re.M):
+        group = next((name for name, prefix in GROUPS if comm.startswith(prefix)), None)
+        cores[group or ("threads" if comm == program else "other")] += float(share) / 100 * total
+    parts = "  ".join(f"{name} {secs:.2f}" for name, secs in cores.items())
+    print(f"{a.label:10s} wall {wall:.2f} s  {parts}  all {total:.2f}  busy {total / wall:.2f}")
+
+
+if __name__ == "__main__":
+    main()
