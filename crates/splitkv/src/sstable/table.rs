@@ -328,7 +328,7 @@ impl Table {
     /// which nothing may keep beyond the read.
     fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<(Block, InPlace)> {
         let cache = self.cache.as_ref();
-        if self.file.reads_in_place() && !self.compressed_blocks.load(AtomicOrdering::Relaxed) {
+        if !self.reads_through_cache() {
             let (block, decoded) = self.read_data_block_decoded(handle, false)?;
             if !decoded {
                 return Ok((block, InPlace(true)));
@@ -452,11 +452,17 @@ impl Table {
         block_handle(self.index(), &self.path, self.footer.index.offset, i)
     }
 
+    /// True if this table's data blocks go through the block cache ([`Table::data_block`]):
+    /// its file has no map, or its blocks turned out compressed.
+    fn reads_through_cache(&self) -> bool {
+        !self.file.reads_in_place() || self.compressed_blocks.load(AtomicOrdering::Relaxed)
+    }
+
     /// Drops this table's blocks from the block cache (it was deleted).
     pub fn forget_cached_blocks(&self) {
-        let used_cache = !self.file.reads_in_place() || self.compressed_blocks.load(AtomicOrdering::Relaxed);
-        if let Some(cache) = self.cache.as_ref().filter(|_| used_cache) {
-            for handle in (0..self.index().len()).filter_map(|i| self.index().block_handle(i)) {
+        if let Some(cache) = self.cache.as_ref().filter(|_| self.reads_through_cache()) {
+            let index = self.index();
+            for handle in (0..index.len()).filter_map(|i| index.block_handle(i)) {
                 cache.remove(self.number, handle.offset);
             }
         }
