@@ -18,20 +18,13 @@ removed first, so each run starts empty.
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
+from bench_command import flag, fresh_command
+
 GROUPS = [("gc", "splitkv-gc"), ("flusher", "splitkv-log"), ("flush+compaction", "splitkv-bg")]
-
-
-def flag(command, name):
-    """The value of `--name=value` in the command, or None."""
-    for arg in command:
-        if arg.startswith(f"--{name}="):
-            return arg.split("=", 1)[1]
-    return None
 
 
 def main():
@@ -39,10 +32,7 @@ def main():
     args.add_argument("--label", default="run")
     args.add_argument("command", nargs=argparse.REMAINDER)
     a = args.parse_args()
-    command = a.command[1:] if a.command[:1] == ["--"] else a.command
-    db = flag(command, "db")
-    if db:
-        shutil.rmtree(db, ignore_errors=True)
+    command = fresh_command(a.command)
     with tempfile.NamedTemporaryFile(suffix=".data") as data:
         run = subprocess.run(
             ["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-o", data.name, *command],

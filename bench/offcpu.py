@@ -20,6 +20,13 @@ preempted, S asleep) and by
 the thread that ran next on that CPU (then by the first two engine frames): a wait that yields
 to work that has to run anyway is not idle time, one that leaves the CPU to nobody (`swapper`)
 is.
+
+`--idle` instead measures the idle time of the CPUs: record the whole machine (`perf record -a`)
+and keep each switch's CPU (`perf script -F comm,tid,cpu,time,trace,ip,sym`). Each switch to
+the idle task starts an idle period on its CPU that ends at that CPU's next switch; the period
+is charged to the thread that left the CPU, grouped by thread, scheduler state and the first two
+engine frames of its stack: what the engine was waiting for while a core did nothing. Only
+periods between the engine's first and last switch count.
 """
 
 import argparse
@@ -27,7 +34,7 @@ import collections
 import re
 
 HEADER = re.compile(
-    r"(\S+)\s+(\d+)\s+([\d.]+): prev_comm=(.*) prev_pid=(\d+) .* prev_state=(\S+) ==> next_comm=(.*) next_pid=(\d+)"
+    r"(\S+)\s+(\d+)\s+(?:\[(\d+)\]\s+)?([\d.]+): prev_comm=(.*) prev_pid=(\d+) .* prev_state=(\S+) ==> next_comm=(.*) next_pid=(\d+)"
 )
 
 
@@ -44,12 +51,13 @@ def read_switches(path):
             if m:
                 switches.append(
                     {
-                        "t": float(m[3]),
-                        "comm": m[4],
-                        "prev": int(m[5]),
-                        "state": m[6],
-                        "next_comm": m[7].strip(),
-                        "next": int(m[8]),
+                        "cpu": None if m[3] is None else int(m[3]),
+                        "t": float(m[4]),
+                        "comm": m[5],
+                        "prev": int(m[6]),
+                        "state": m[7],
+                        "next_comm": m[8].strip(),
+                        "next": int(m[9]),
                         "stack": [],
                     }
                 )
@@ -83,6 +91,37 @@ def engine_frames(stack):
     return [f for f in stack if "splitkv" in f]
 
 
+def idle_periods(switches):
+    """(the switch that left a CPU idle, seconds idle) for every idle period in the engine's span."""
+    if any(s["cpu"] is None for s in switches):
+        raise SystemExit("--idle needs each switch's CPU: perf script -F comm,tid,cpu,time,trace,ip,sym")
+    engine = [s["t"] for s in switches if s["comm"].startswith("splitkv")]
+    first, last = (engine[0], engine[-1]) if engine else (0.0, 0.0)
+    went_idle = {}
+    for s in switches:
+        out = went_idle.pop(s["cpu"], None)
+        if out is not None and first <= out["t"] <= last:
+            yield out, s["t"] - out["t"]
+        if s["next_comm"].startswith("swapper"):
+            went_idle[s["cpu"]] = s
+
+
+def print_idle(switches, top):
+    """`--idle`: the CPUs' idle time, charged to what the thread that left each one waited for."""
+    by_wait, count = collections.Counter(), collections.Counter()
+    for out, secs in idle_periods(switches):
+        frames = " < ".join(f[:60] for f in engine_frames(out["stack"])[:2])
+        key = f"{re.sub(r'[0-9/:]+$', '', out['comm'])} [{out['state']}] {frames}"
+        by_wait[key] += secs
+        count[key] += 1
+    cpus = len({s["cpu"] for s in switches})
+    engine = [s["t"] for s in switches if s["comm"].startswith("splitkv")]
+    span = engine[-1] - engine[0] if engine else 0.0
+    print(f"span {span:.2f} s on {cpus} CPUs; idle {sum(by_wait.values()):.3f} s of {span * cpus:.2f} CPU-seconds")
+    for key, secs in by_wait.most_common(top):
+        print(f"{secs:7.3f} s in {count[key]:5d} periods  {key}")
+
+
 def main():
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("sched")
@@ -91,8 +130,12 @@ def main():
     args.add_argument("--frame")
     args.add_argument("--top", type=int, default=40)
     args.add_argument("--by-next", action="store_true")
+    args.add_argument("--idle", action="store_true")
     a = args.parse_args()
     switches = read_switches(a.sched)
+    if a.idle:
+        print_idle(switches, a.top)
+        return
     if a.thread or a.frame:
         by_stack, count = collections.Counter(), collections.Counter()
         for out, secs in waits(switches, a.start):
