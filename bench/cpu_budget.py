@@ -16,15 +16,12 @@ removed first, so each run starts empty.
 """
 
 import argparse
-import os
 import re
 import subprocess
 import sys
 import tempfile
 
-from bench_command import flag, fresh_command
-
-GROUPS = [("gc", "splitkv-gc"), ("flusher", "splitkv-log"), ("flush+compaction", "splitkv-bg")]
+from bench_command import GROUP_NAMES, flag, fresh_command, program_name, thread_group
 
 
 def main():
@@ -52,12 +49,10 @@ def main():
     ops = int(flag(command, "writes") or flag(command, "num") or 1_000_000)
     wall = float(micros[1]) * ops / 1e6
     total = float(re.search(r"Event count \(approx.\): (\d+)", report)[1]) / 1e9
-    cores = {"threads": 0.0, **{name: 0.0 for name, _ in GROUPS}, "other": 0.0}
-    # The benchmark's own threads carry its program name, cut to the kernel's 15 characters.
-    program = os.path.basename(command[0])[:15]
+    cores = dict.fromkeys(GROUP_NAMES, 0.0)
+    program = program_name(command)
     for share, comm in re.findall(r"^\s+([\d.]+)%\s+(\S+)", report, re.M):
-        group = next((name for name, prefix in GROUPS if comm.startswith(prefix)), None)
-        cores[group or ("threads" if comm == program else "other")] += float(share) / 100 * total
+        cores[thread_group(comm, program)] += float(share) / 100 * total
     parts = "  ".join(f"{name} {secs:.2f}" for name, secs in cores.items())
     print(f"{a.label:10s} wall {wall:.2f} s  {parts}  all {total:.2f}  busy {total / wall:.2f}")
 

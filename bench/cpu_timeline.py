@@ -23,23 +23,15 @@ import argparse
 import collections
 import os
 import subprocess
+import tempfile
 import time
 
-from bench_command import fresh_command
-
-GROUPS = [("gc", "splitkv-gc"), ("flusher", "splitkv-log"), ("flush+compaction", "splitkv-bg")]
+from bench_command import GROUP_NAMES, fresh_command, program_name, thread_group
 
 
-def group(comm):
-    """The group a thread's name puts it in; the benchmark's own threads are the "threads"."""
-    for name, prefix in GROUPS:
-        if comm.startswith(prefix):
-            return name
-    return "threads" if comm.startswith("splitkv-bench") else "other"
-
-
-def thread_times(pid):
-    """Run time in nanoseconds and group of each live thread of `pid`, by thread id."""
+def thread_times(pid, program):
+    """Run time in nanoseconds and group of each live thread of `pid`, a run of `program`, by
+    thread id."""
     times = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
@@ -53,7 +45,7 @@ def thread_times(pid):
                 ran = int(f.read().split()[0])
         except (OSError, ValueError, IndexError):
             continue  # the thread ended between the listing and the reads
-        times[tid] = (group(comm), ran)
+        times[tid] = (thread_group(comm, program), ran)
     return times
 
 
@@ -64,22 +56,24 @@ def machine_times():
     return fields[3] + fields[4], fields[7], sum(fields)
 
 
-
 def main():
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("--interval", type=float, default=0.05, help="seconds per line")
     args.add_argument("command", nargs=argparse.REMAINDER)
     a = args.parse_args()
     command = fresh_command(a.command)
-    cores = os.cpu_count() or 1
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cores, program = os.cpu_count() or 1, program_name(command)
+    # The output goes to a file, not a pipe: a pipe nobody reads until the end would stop a
+    # benchmark that prints more than it holds.
+    output = tempfile.TemporaryFile("w+")
+    child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True)
     lines = []
     start = last_at = time.monotonic()
-    last, (last_idle, last_stolen, last_total) = thread_times(child.pid), machine_times()
+    last, (last_idle, last_stolen, last_total) = thread_times(child.pid, program), machine_times()
     while child.poll() is None:
         time.sleep(a.interval)
         now, (idle, stolen, total) = time.monotonic(), machine_times()
-        current = thread_times(child.pid)
+        current = thread_times(child.pid, program)
         used = collections.Counter()
         for tid, (name, ran) in current.items():
             before = last[tid][1] if tid in last else 0  # a thread new in this interval
@@ -87,13 +81,13 @@ def main():
         share = cores / max(1, total - last_total)
         lines.append((now - start, used, (idle - last_idle) * share, (stolen - last_stolen) * share))
         last, last_at, last_idle, last_stolen, last_total = current, now, idle, stolen, total
-    print(child.stdout.read(), end="")
-    names = ["threads"] + [name for name, _ in GROUPS] + ["other"]
+    output.seek(0)
+    print(output.read(), end="")
     print("# seconds, then cores used in the interval by each group and by all of the run, and the")
     print("# machine's cores idle and stolen by the hypervisor (the rest went to other processes)")
-    print(f"{'t':>6} " + " ".join(f"{name:>16}" for name in names) + f" {'run':>6} {'idle':>6} {'stolen':>6}")
+    print(f"{'t':>6} " + " ".join(f"{name:>16}" for name in GROUP_NAMES) + f" {'run':>6} {'idle':>6} {'stolen':>6}")
     for at, used, idle, stolen in lines:
-        groups = " ".join(f"{used[name]:16.2f}" for name in names)
+        groups = " ".join(f"{used[name]:16.2f}" for name in GROUP_NAMES)
         print(f"{at:6.2f} {groups} {sum(used.values()):6.2f} {idle:6.2f} {stolen:6.2f}")
 
 
