@@ -16,10 +16,9 @@ earlier than SECONDS after the first switch, for example a load before the step 
 
 `--by-next` (with `--thread` or `--frame`) groups the waits instead by how the thread left the
 CPU (a `sched_yield`; a wake, preempted while waking another thread; or its scheduler state: R
-preempted, S asleep) and by
-the thread that ran next on that CPU (then by the first two engine frames): a wait that yields
-to work that has to run anyway is not idle time, one that leaves the CPU to nobody (`swapper`)
-is.
+preempted, S asleep) and by the thread that ran next on that CPU (then by the first two engine
+frames): a wait that yields to work that has to run anyway is not idle time, one that leaves the
+CPU to nobody (`swapper`) is.
 
 `--idle` instead measures the idle time of the CPUs: record the whole machine (`perf record -a`)
 and keep each switch's CPU (`perf script -F comm,tid,cpu,time,trace,ip,sym`). Each switch to
@@ -91,12 +90,22 @@ def engine_frames(stack):
     return [f for f in stack if "splitkv" in f]
 
 
-def idle_periods(switches):
-    """(the switch that left a CPU idle, seconds idle) for every idle period in the engine's span."""
+def engine_place(stack, frames, width):
+    """The first `frames` engine frames of `stack`, innermost first, each cut to `width`."""
+    return " < ".join(f[:width] for f in engine_frames(stack)[:frames])
+
+
+def engine_span(switches):
+    """First and last time an engine thread switched, so that other processes' time is left out."""
+    engine = [s["t"] for s in switches if s["comm"].startswith("splitkv")]
+    return (engine[0], engine[-1]) if engine else (0.0, 0.0)
+
+
+def idle_periods(switches, first, last):
+    """(the switch that left a CPU idle, seconds idle) for every idle period that began between
+    `first` and `last`."""
     if any(s["cpu"] is None for s in switches):
         raise SystemExit("--idle needs each switch's CPU: perf script -F comm,tid,cpu,time,trace,ip,sym")
-    engine = [s["t"] for s in switches if s["comm"].startswith("splitkv")]
-    first, last = (engine[0], engine[-1]) if engine else (0.0, 0.0)
     went_idle = {}
     for s in switches:
         out = went_idle.pop(s["cpu"], None)
@@ -108,15 +117,14 @@ def idle_periods(switches):
 
 def print_idle(switches, top):
     """`--idle`: the CPUs' idle time, charged to what the thread that left each one waited for."""
+    first, last = engine_span(switches)
     by_wait, count = collections.Counter(), collections.Counter()
-    for out, secs in idle_periods(switches):
-        frames = " < ".join(f[:60] for f in engine_frames(out["stack"])[:2])
-        key = f"{re.sub(r'[0-9/:]+$', '', out['comm'])} [{out['state']}] {frames}"
+    for out, secs in idle_periods(switches, first, last):
+        key = f"{re.sub(r'[0-9/:]+$', '', out['comm'])} [{out['state']}] {engine_place(out['stack'], 2, 60)}"
         by_wait[key] += secs
         count[key] += 1
     cpus = len({s["cpu"] for s in switches})
-    engine = [s["t"] for s in switches if s["comm"].startswith("splitkv")]
-    span = engine[-1] - engine[0] if engine else 0.0
+    span = last - first
     print(f"span {span:.2f} s on {cpus} CPUs; idle {sum(by_wait.values()):.3f} s of {span * cpus:.2f} CPU-seconds")
     for key, secs in by_wait.most_common(top):
         print(f"{secs:7.3f} s in {count[key]:5d} periods  {key}")
@@ -143,7 +151,7 @@ def main():
             if (a.thread and comm != a.thread) or (a.frame and not any(a.frame in f for f in stack)):
                 continue
             if a.by_next:
-                key = how_and_next(out) + "\n   " + " < ".join(f[:70] for f in engine_frames(stack)[:2])
+                key = how_and_next(out) + "\n   " + engine_place(stack, 2, 70)
             else:
                 key = "\n   ".join(f[:120] for f in engine_frames(stack)) or (stack[0] if stack else "?")
             by_stack[key] += secs
@@ -154,8 +162,7 @@ def main():
     per_thread, by_place = collections.Counter(), collections.Counter()
     for out, secs in waits(switches, a.start):
         comm, stack = out["comm"], out["stack"]
-        frames = engine_frames(stack)
-        place = " < ".join(f[:70] for f in frames[:3]) or (stack[0][:60] if stack else "?")
+        place = engine_place(stack, 3, 70) or (stack[0][:60] if stack else "?")
         per_thread[comm] += secs
         by_place[(comm, place)] += secs
     print(f"span {switches[-1]['t'] - switches[0]['t']:.2f} s")
