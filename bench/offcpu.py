@@ -17,8 +17,9 @@ earlier than SECONDS after the first switch, for example a load before the step 
 `--by-next` (with `--thread` or `--frame`) groups the waits instead by how the thread left the
 CPU (a `sched_yield`; a wake, preempted while waking another thread; or its scheduler state: R
 preempted, S asleep) and by the thread that ran next on that CPU (then by the first two engine
-frames): a wait that yields to work that has to run anyway is not idle time, one that leaves the
-CPU to nobody (`swapper`) is.
+frames, or as many as `--frames` says; `--frames 0` groups by the first two alone): a wait that
+yields to work that has to run anyway is not idle time, one that leaves the CPU to nobody
+(`swapper`) is.
 
 `--idle` instead measures the idle time of the CPUs: record the whole machine (`perf record -a`)
 and keep each switch's CPU (`perf script -F comm,tid,cpu,time,trace,ip,sym`). Each switch to
@@ -138,6 +139,7 @@ def main():
     args.add_argument("--frame")
     args.add_argument("--top", type=int, default=40)
     args.add_argument("--by-next", action="store_true")
+    args.add_argument("--frames", type=int, default=2, help="engine frames in each --by-next group (0: none)")
     args.add_argument("--idle", action="store_true")
     a = args.parse_args()
     switches = read_switches(a.sched)
@@ -151,7 +153,8 @@ def main():
             if (a.thread and comm != a.thread) or (a.frame and not any(a.frame in f for f in stack)):
                 continue
             if a.by_next:
-                key = how_and_next(out) + "\n   " + engine_place(stack, 2, 70)
+                place = engine_place(stack, a.frames, 70)
+                key = how_and_next(out) + (f"\n   {place}" if place else "")
             else:
                 key = "\n   ".join(f[:120] for f in engine_frames(stack)) or (stack[0] if stack else "?")
             by_stack[key] += secs
