@@ -17,8 +17,8 @@ earlier than SECONDS after the first switch, for example a load before the step 
 `--by-next` (with `--thread` or `--frame`) groups the waits instead by how the thread left the
 CPU (a `sched_yield`; a wake, preempted while waking another thread; or its scheduler state: R
 preempted, S asleep) and by the thread that ran next on that CPU (then by the first two engine
-frames, or as many as `--frames` says; `--frames 0` groups by the first two alone): a wait that
-yields to work that has to run anyway is not idle time, one that leaves the CPU to nobody
+frames, or as many as `--frames` says; with `--frames 0`, by how and what ran next alone): a wait
+that yields to work that has to run anyway is not idle time, one that leaves the CPU to nobody
 (`swapper`) is.
 
 `--idle` instead measures the idle time of the CPUs: record the whole machine (`perf record -a`)
